@@ -1,0 +1,86 @@
+package algorithms
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Info describes a registered algorithm.
+type Info struct {
+	// Name is the CLI name, e.g. "token".
+	Name string
+	// Summary is one line on what the algorithm does.
+	Summary string
+	// Source names where it comes from (a seed article, a library).
+	Source string
+	// Topologies the algorithm runs on; the first is its default.
+	Topologies []string
+	// Points are the named points the algorithm calls, in the order it calls them.
+	Points []string
+	// Fenced is true when Lease.Fence is a real fencing token.
+	Fenced bool
+	// New builds one client's Locker.
+	New func(Config) (Locker, error)
+}
+
+var registry = map[string]Info{}
+
+// Register adds an algorithm; it panics on a duplicate name (a programming error).
+func Register(info Info) {
+	if _, dup := registry[info.Name]; dup {
+		panic("algorithms: duplicate " + info.Name)
+	}
+	registry[info.Name] = info
+}
+
+// Lookup returns the algorithm with the given name.
+func Lookup(name string) (Info, error) {
+	info, ok := registry[name]
+	if !ok {
+		return Info{}, fmt.Errorf("unknown algorithm %q (known: %v; `lockchaos list` shows them)", name, Names())
+	}
+	return info, nil
+}
+
+// Names lists the registered algorithms, sorted.
+func Names() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// All returns every registered algorithm, sorted by name.
+func All() []Info {
+	out := make([]Info, 0, len(registry))
+	for _, n := range Names() {
+		out = append(out, registry[n])
+	}
+	return out
+}
+
+// withDefaults fills the zero fields of c.
+func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	if c.Point == nil {
+		c.Point = NoPoint
+	}
+	if c.Name == "" {
+		c.Name = "lock"
+	}
+	if c.OpTimeout == 0 {
+		c.OpTimeout = max(c.TTL/10, 50*time.Millisecond)
+	}
+	if c.RetryDelay == 0 {
+		c.RetryDelay = 10 * time.Millisecond
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = c.TTL
+	}
+	return c
+}

@@ -1,0 +1,92 @@
+// Package checker turns a history into verdicts: exclusion, lease-aware lock linearizability and
+// resource linearizability (porcupine), fencing, liveness. It reads histories only.
+package checker
+
+// Verdict of a run (DESIGN.md §6).
+type Verdict string
+
+// Verdicts.
+const (
+	Safe    Verdict = "safe"
+	Unsafe  Verdict = "unsafe"
+	Stuck   Verdict = "stuck"
+	Unknown Verdict = "unknown"
+)
+
+// Class of a safety violation.
+type Class string
+
+// Classes: the lock service granted a lock still validly held, or a client used an expired lease.
+const (
+	ServiceClass Class = "service"
+	ClientClass  Class = "client"
+)
+
+// Latency summarises acquire latencies in milliseconds.
+type Latency struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// OpRef names one operation of a violation.
+type OpRef struct {
+	ID       int64   `json:"id"`
+	Op       string  `json:"op"`
+	Client   int     `json:"client"`
+	Acq      int64   `json:"acq,omitempty"`
+	CallMs   float64 `json:"call_ms"`
+	ReturnMs float64 `json:"return_ms"` // -1 when the operation never returned (unknown outcome)
+}
+
+// Violation is the first violation found, with the pair of operations that show it.
+type Violation struct {
+	// Kind is "exclusion", "service" (illegal grant), "lost-update" or "stuck".
+	Kind  string  `json:"kind"`
+	Class Class   `json:"class,omitempty"`
+	AtMs  float64 `json:"at_ms"`
+	// A held the lock (or wrote first); B was granted (or wrote) while A's window was open.
+	A           OpRef  `json:"a"`
+	B           OpRef  `json:"b"`
+	Explanation string `json:"explanation"`
+}
+
+// Check is the outcome of one porcupine check.
+type Check struct {
+	Result string  `json:"result"` // porcupine's Ok, Illegal or Unknown
+	Ms     float64 `json:"ms"`
+}
+
+// Result is result.json (DESIGN.md §8). Field names are a contract: add, never rename.
+type Result struct {
+	Algorithm           string     `json:"algorithm"`
+	Scenario            string     `json:"scenario"`
+	Backend             string     `json:"backend"`
+	Seed                int64      `json:"seed"`
+	Verdict             Verdict    `json:"verdict"`
+	Expected            *string    `json:"expected"`
+	ViolationClass      *Class     `json:"violation_class"`
+	DurationMs          float64    `json:"duration_ms"`
+	Operations          int        `json:"operations"`
+	AcquiresOk          int        `json:"acquires_ok"`
+	AcquiresFailed      int        `json:"acquires_failed"`
+	ExclusionViolations int        `json:"exclusion_violations"`
+	ServiceViolations   int        `json:"service_violations"`
+	LostUpdates         int        `json:"lost_updates"`
+	StaleWritesRejected int        `json:"stale_writes_rejected"`
+	TTDMs               *float64   `json:"ttd_ms"`
+	AcquireLatencyMs    Latency    `json:"acquire_latency_ms"`
+	ThroughputCSPerS    float64    `json:"throughput_cs_per_s"`
+	LongestStallMs      float64    `json:"longest_stall_ms"`
+	CheckerMs           float64    `json:"checker_ms"`
+	FirstViolation      *Violation `json:"first_violation"`
+	// ClassesSeen lists every class of violation the run showed (a run can show both).
+	ClassesSeen   []Class  `json:"classes_seen,omitempty"`
+	LockCheck     Check    `json:"lock_check"`
+	ResourceCheck Check    `json:"resource_check"`
+	FaultErrors   []string `json:"fault_errors,omitempty"`
+	Warnings      []string `json:"warnings,omitempty"`
+	// Matches is set when Expected is: whether Verdict (and class, if the expectation names
+	// one) matches it.
+	Matches *bool `json:"matches_expectation,omitempty"`
+}

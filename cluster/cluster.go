@@ -1,0 +1,112 @@
+// Package cluster starts, stops and addresses the real servers a run needs, each client link behind
+// its own embedded toxiproxy proxy. It knows nothing about locks.
+package cluster
+
+import (
+	"context"
+	"io"
+	"net"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+)
+
+// Topologies (DESIGN.md §3).
+const (
+	RedisSingle   = "redis-single"   // one redis-server
+	RedisMulti    = "redis-multi"    // N independent masters (Redlock)
+	RedisSentinel = "redis-sentinel" // master + replica (replication link proxied) + 3 sentinels
+	ZooKeeper     = "zookeeper"      // 1 or 3 ZooKeeper servers
+)
+
+// Topologies lists every topology name.
+var Topologies = []string{RedisSingle, RedisMulti, RedisSentinel, ZooKeeper}
+
+// Backends.
+const (
+	Local    = "local"
+	Docker   = "docker"
+	External = "external"
+)
+
+// Kind is what a node runs.
+type Kind string
+
+// Node kinds.
+const (
+	KindRedis     Kind = "redis"
+	KindSentinel  Kind = "sentinel"
+	KindZooKeeper Kind = "zookeeper"
+)
+
+// Spec says which cluster to start.
+type Spec struct {
+	Topology string
+	// Nodes is the number of data nodes: redis-multi masters (default 5), zookeeper members
+	// (default 3). Ignored for redis-single (1) and redis-sentinel (master + replica).
+	Nodes int
+	// Backend is local (default), docker or external.
+	Backend string
+	// Clients is how many clients will connect; with Proxies each gets its own proxy per node.
+	Clients int
+	// Proxies puts an embedded toxiproxy proxy on every client→node link (and on the replication
+	// link of redis-sentinel). Without it clients connect directly and link faults are refused.
+	Proxies bool
+	// Dir is where the per-run directory is made (default os.TempDir()).
+	Dir string
+	// Log receives server output worth keeping (may be nil).
+	Log io.Writer
+	// ExternalAddrs are the data nodes' addresses for the external backend.
+	ExternalAddrs []string
+	// ZKTickTime is ZooKeeper's tickTime (default 200ms).
+	ZKTickTime time.Duration
+}
+
+// Node is one server.
+type Node struct {
+	Name string // "redis-1", "zk-2", "sentinel-3"
+	Kind Kind
+	Addr string // the server's real address (host:port), not proxied
+}
+
+// Endpoints is how one client reaches the cluster: through its own proxies when they are on.
+type Endpoints struct {
+	// Addrs holds one address per data node, in Nodes order (for redis-sentinel: master first
+	// as started, then the replica; clients should use Sentinel instead).
+	Addrs []string
+	// SentinelAddrs and MasterName are set for redis-sentinel.
+	SentinelAddrs []string
+	MasterName    string
+	// Dial maps a data node's real address (as Sentinel reports it) to this client's proxy for
+	// it; nil when proxies are off.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// Cluster is a running set of servers. Every method is safe for concurrent use.
+type Cluster interface {
+	// Topology returns the spec's topology.
+	Topology() string
+	// Nodes lists the data nodes (redis masters/replica, zookeeper members), then sentinels.
+	Nodes() []Node
+	// Endpoints returns client c's way in (c from 1 to Spec.Clients).
+	Endpoints(c int) Endpoints
+	// Link returns the proxy between client c and the named node; an error when proxies are off.
+	Link(c int, node string) (*toxiproxy.Proxy, error)
+	// ReplicationLink returns the proxy the replica uses to reach the master (redis-sentinel).
+	ReplicationLink() (*toxiproxy.Proxy, error)
+	// Kill stops a node with SIGKILL (docker: kill the container).
+	Kill(ctx context.Context, node string) error
+	// Restart starts a killed node again on the same address, empty (no persistence). If the
+	// node is running it is killed first.
+	Restart(ctx context.Context, node string) error
+	// Pause stops a node with SIGSTOP; Resume continues it.
+	Pause(ctx context.Context, node string) error
+	Resume(ctx context.Context, node string) error
+	// Master returns the node that is master now (redis-sentinel: as Sentinel says; other
+	// redis topologies: the first node).
+	Master(ctx context.Context) (string, error)
+	// Leader returns the ZooKeeper leader's node name.
+	Leader(ctx context.Context) (string, error)
+	// Close stops every server and proxy and removes the run directory. It is idempotent.
+	Close() error
+}

@@ -1,0 +1,93 @@
+package history
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// AppendJSON appends e as one JSON line (with the trailing newline) to dst. It writes the same
+// object encoding/json would, field for field, without reflection: the recorder is on the clients'
+// hot path.
+func AppendJSON(dst []byte, e Event) []byte {
+	dst = append(dst, `{"type":`...)
+	dst = strconv.AppendQuote(dst, string(e.Type))
+	if e.ID != 0 {
+		dst = appendInt(dst, "id", e.ID)
+	}
+	if e.Op != "" {
+		dst = appendStr(dst, "op", string(e.Op))
+	}
+	if e.Client != 0 {
+		dst = appendInt(dst, "client", int64(e.Client))
+	}
+	if e.Lock != "" {
+		dst = appendStr(dst, "lock", e.Lock)
+	}
+	if e.Acq != 0 {
+		dst = appendInt(dst, "acq", e.Acq)
+	}
+	dst = appendInt(dst, "at_ns", e.AtNs)
+	if e.Fence != 0 {
+		dst = append(dst, `,"fence":`...)
+		dst = strconv.AppendUint(dst, e.Fence, 10)
+	}
+	if e.ValidityNs != 0 {
+		dst = appendInt(dst, "validity_ns", e.ValidityNs)
+	}
+	if e.TTLNs != 0 {
+		dst = appendInt(dst, "ttl_ns", e.TTLNs)
+	}
+	if e.Value != nil {
+		dst = appendInt(dst, "value", *e.Value)
+	}
+	for _, f := range [...]struct{ k, v string }{
+		{"error", e.Error}, {"phase", e.Phase},
+	} {
+		if f.v != "" {
+			dst = appendStr(dst, f.k, f.v)
+		}
+	}
+	if e.Fault != 0 {
+		dst = appendInt(dst, "fault", e.Fault)
+	}
+	for _, f := range [...]struct{ k, v string }{
+		{"name", e.Name}, {"target", e.Target}, {"point", e.Point}, {"detail", e.Detail},
+	} {
+		if f.v != "" {
+			dst = appendStr(dst, f.k, f.v)
+		}
+	}
+	return append(dst, '}', '\n')
+}
+
+func appendInt(dst []byte, k string, v int64) []byte {
+	dst = append(dst, ',', '"')
+	dst = append(dst, k...)
+	dst = append(dst, '"', ':')
+	return strconv.AppendInt(dst, v, 10)
+}
+
+// appendStr writes a JSON string. encoding/json's escaping (HTML-safe, valid UTF-8) is used for
+// anything but plain ASCII, so odd names round-trip exactly.
+func appendStr(dst []byte, k, v string) []byte {
+	dst = append(dst, ',', '"')
+	dst = append(dst, k...)
+	dst = append(dst, '"', ':')
+	if plainASCII(v) {
+		dst = append(dst, '"')
+		dst = append(dst, v...)
+		return append(dst, '"')
+	}
+	b, _ := json.Marshal(v) // a string always marshals
+	return append(dst, b...)
+}
+
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
