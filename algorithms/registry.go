@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"time"
 )
@@ -81,6 +82,10 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = c.TTL
+	}
+	if c.Rand == nil {
+		// Deterministic per client, so a run without a seed is still reproducible.
+		c.Rand = rand.New(rand.NewPCG(uint64(c.Client), 0x6c6f636b636861))
 	}
 	return c
 }

@@ -1,0 +1,177 @@
+package algorithms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// Topology names (the cluster package's; repeated here so algorithms need not import it).
+const (
+	topoRedisSingle   = "redis-single"
+	topoRedisSentinel = "redis-sentinel"
+	topoRedisMulti    = "redis-multi"
+	topoZooKeeper     = "zookeeper"
+)
+
+// newRedisClient connects to one Redis node, or to the master Sentinel names when cfg.Sentinel is
+// set. It never retries a command (a retried SET NX could be a second, different write) and
+// bounds every step by timeout, so a black-holed link fails fast.
+func newRedisClient(cfg Config, addr string, timeout time.Duration) *redis.Client {
+	noMaint := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	if cfg.Sentinel != nil {
+		return redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName:            cfg.Sentinel.MasterName,
+			SentinelAddrs:         cfg.Sentinel.Addrs,
+			Dialer:                cfg.Dial,
+			Protocol:              2,
+			MaxRetries:            -1,
+			DialTimeout:           timeout,
+			DialerRetries:         1,
+			ReadTimeout:           timeout,
+			WriteTimeout:          timeout,
+			PoolTimeout:           timeout,
+			ContextTimeoutEnabled: true,
+			PoolSize:              8,
+			DisableIdentity:       true,
+		})
+	}
+	return redis.NewClient(&redis.Options{
+		Addr:                     addr,
+		Dialer:                   cfg.Dial,
+		Protocol:                 2,
+		MaxRetries:               -1,
+		DialTimeout:              timeout,
+		DialerRetries:            1,
+		ReadTimeout:              timeout,
+		WriteTimeout:             timeout,
+		PoolTimeout:              timeout,
+		ContextTimeoutEnabled:    true,
+		PoolSize:                 8,
+		DisableIdentity:          true,
+		MaintNotificationsConfig: noMaint,
+	})
+}
+
+// redisBase is what the single-node Redis algorithms share: one client to the node (or to the
+// master through Sentinel).
+type redisBase struct {
+	cfg Config
+	rdb *redis.Client
+	mu  sync.Mutex // guards cfg.Rand
+}
+
+func newRedisBase(cfg Config) (*redisBase, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Sentinel == nil && len(cfg.Addrs) != 1 {
+		return nil, fmt.Errorf("want one Redis address or a Sentinel config, got %d addresses", len(cfg.Addrs))
+	}
+	addr := ""
+	if len(cfg.Addrs) > 0 {
+		addr = cfg.Addrs[0]
+	}
+	return &redisBase{cfg: cfg, rdb: newRedisClient(cfg, addr, cfg.OpTimeout)}, nil
+}
+
+// Close closes the client's connections.
+func (b *redisBase) Close() error { return b.rdb.Close() }
+
+// op bounds one request by OpTimeout.
+func (b *redisBase) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, b.cfg.OpTimeout)
+}
+
+// token returns a fresh random lock value from the client's seeded source.
+func (b *redisBase) token() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return randomToken(b.cfg)
+}
+
+func randomToken(cfg Config) string {
+	return fmt.Sprintf("c%d-%016x%016x", cfg.Client, cfg.Rand.Uint64(), cfg.Rand.Uint64())
+}
+
+func (b *redisBase) fixedDelay() time.Duration { return b.cfg.RetryDelay }
+
+// setNXPX is SET key value NX PX ttl: held is false when the key exists.
+func setNXPX(ctx context.Context, rdb *redis.Client, key, value string, ttl time.Duration) (bool, error) {
+	err := rdb.Do(ctx, "SET", key, value, "NX", "PX", ttl.Milliseconds()).Err()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, redisWriteErr("SET NX PX", err)
+	}
+	return true, nil
+}
+
+// setNX is the old SETNX command: held is false when the key exists.
+func setNX(ctx context.Context, rdb *redis.Client, key, value string) (bool, error) {
+	n, err := rdb.Do(ctx, "SETNX", key, value).Int64()
+	if err != nil {
+		return false, redisWriteErr("SETNX", err)
+	}
+	return n == 1, nil
+}
+
+// del is a plain DEL: ErrNotHeld when there was no key to delete.
+func del(ctx context.Context, rdb *redis.Client, key string) error {
+	n, err := rdb.Del(ctx, key).Result()
+	if err != nil {
+		return redisWriteErr("DEL", err)
+	}
+	if n == 0 {
+		return ErrNotHeld
+	}
+	return nil
+}
+
+// compareAndDelete is the standard release script (seed 003, the Redis distlock page).
+const compareAndDelete = `if redis.call("GET", KEYS[1]) == ARGV[1] then
+    return redis.call("DEL", KEYS[1])
+else
+    return 0
+end`
+
+// casDel runs compareAndDelete: deleted is false when the key held another value or none.
+func casDel(ctx context.Context, rdb *redis.Client, key, value string) (bool, error) {
+	n, err := rdb.Eval(ctx, compareAndDelete, []string{key}, value).Int64()
+	if err != nil {
+		return false, redisWriteErr("EVAL compare-and-delete", err)
+	}
+	return n == 1, nil
+}
+
+// retryAcquire runs attempt until it holds the lock or fails, pausing delay() between attempts
+// that found the lock busy. Ending ctx while waiting is a definite failure: every attempt either
+// held, was busy, or returned its own error.
+func retryAcquire(ctx context.Context, name string, delay func() time.Duration, attempt func() (bool, error)) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%s acquire: %w", name, err)
+		}
+		held, err := attempt()
+		if err != nil {
+			return fmt.Errorf("%s acquire: %w", name, err)
+		}
+		if held {
+			return nil
+		}
+		t := time.NewTimer(delay())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%s acquire: %w", name, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
