@@ -1,0 +1,94 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// needServers skips the test when the topology's servers are not installed, unless CI asks for
+// them with LOCKCHAOS_REQUIRE_SERVERS=1, where a missing server is a failure.
+func needServers(t *testing.T, topology string) {
+	t.Helper()
+	if err := checkBinaries(topology); err != nil {
+		if os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") == "1" {
+			t.Fatalf("LOCKCHAOS_REQUIRE_SERVERS=1 but: %v", err)
+		}
+		t.Skipf("skip: %v", err)
+	}
+}
+
+// startCluster starts spec, fails the test on error, and closes it (checking nothing of the run
+// survives) at the end of the test.
+func startCluster(t *testing.T, spec Spec) *local {
+	t.Helper()
+	needServers(t, spec.Topology)
+	if spec.Dir == "" {
+		spec.Dir = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	c, err := Start(ctx, spec)
+	if err != nil {
+		t.Fatalf("Start(%s): %v", spec.Topology, err)
+	}
+	t.Logf("%s (%d nodes, proxies %v) started in %v", spec.Topology, len(c.Nodes()), spec.Proxies, time.Since(t0).Round(time.Millisecond))
+	l := c.(*local)
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := l.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+		if _, err := os.Stat(l.dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("run dir %s still there after Close (%v)", l.dir, err)
+		}
+		if pids := procsMentioning(l.dir); len(pids) > 0 {
+			t.Errorf("processes of the run survive Close: %v", pids)
+		}
+	})
+	return l
+}
+
+// procsMentioning returns the pids whose command line contains s (the run dir: every server's
+// argv names its config file inside it).
+func procsMentioning(s string) []int {
+	var pids []int
+	ents, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, e := range ents {
+		b, err := os.ReadFile(e)
+		if err != nil || !strings.Contains(string(b), s) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(e)))
+		if pid != os.Getpid() {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func redisClient(t *testing.T, addr string, timeout time.Duration) *redis.Client {
+	t.Helper()
+	rc := redis.NewClient(&redis.Options{
+		Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1,
+		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, PoolSize: 2,
+	})
+	t.Cleanup(func() { rc.Close() })
+	return rc
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,65 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults for Spec fields left zero.
+const (
+	DefaultRedisMultiNodes = 5
+	DefaultZooKeeperNodes  = 3
+	DefaultZKTickTime      = 200 * time.Millisecond
+)
+
+// normalize fills defaults and rejects specs that cannot work, naming the field and the fix.
+func (s Spec) normalize() (Spec, error) {
+	if !slices.Contains(Topologies, s.Topology) {
+		return s, fmt.Errorf("%w: unknown topology %q (use one of %s)", ErrBadSpec, s.Topology, strings.Join(Topologies, ", "))
+	}
+	if s.Backend == "" {
+		s.Backend = Local
+	}
+	if s.Clients < 0 {
+		return s, fmt.Errorf("%w: clients is %d (use 1 or more)", ErrBadSpec, s.Clients)
+	}
+	if s.Clients == 0 {
+		s.Clients = 1
+	}
+	if s.Nodes < 0 {
+		return s, fmt.Errorf("%w: nodes is %d (use 1 or more, or 0 for the default)", ErrBadSpec, s.Nodes)
+	}
+	switch s.Topology {
+	case RedisSingle:
+		s.Nodes = 1
+	case RedisSentinel:
+		s.Nodes = 2
+	case RedisMulti:
+		if s.Nodes == 0 {
+			s.Nodes = DefaultRedisMultiNodes
+		}
+	case ZooKeeper:
+		if s.Nodes == 0 {
+			s.Nodes = DefaultZooKeeperNodes
+		}
+		if s.Nodes%2 == 0 {
+			return s, fmt.Errorf("%w: zookeeper with %d nodes (use an odd number: 1 or 3)", ErrBadSpec, s.Nodes)
+		}
+	}
+	if s.ZKTickTime == 0 {
+		s.ZKTickTime = DefaultZKTickTime
+	}
+	if s.ZKTickTime < time.Millisecond {
+		return s, fmt.Errorf("%w: ZooKeeper tick time %v (use at least 1ms, default 200ms)", ErrBadSpec, s.ZKTickTime)
+	}
+	if s.Dir == "" {
+		s.Dir = os.TempDir()
+	}
+	if st, err := os.Stat(s.Dir); err != nil || !st.IsDir() {
+		return s, fmt.Errorf("%w: run dir parent %s is not a directory (create it or pick another)", ErrBadSpec, s.Dir)
+	}
+	return s, nil
+}

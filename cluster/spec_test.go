@@ -1,0 +1,44 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestStartRejectsBadSpecs(t *testing.T) {
+	for _, tc := range []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{Topology: "redis-cluster"}, "unknown topology"},
+		{Spec{Topology: ZooKeeper, Nodes: 2}, "odd number"},
+		{Spec{Topology: RedisMulti, Nodes: -1}, "nodes is -1"},
+		{Spec{Topology: RedisSingle, Clients: -2}, "clients is -2"},
+		{Spec{Topology: RedisSingle, Backend: "podman"}, "backend"},
+		{Spec{Topology: RedisSingle, Dir: "/nonexistent/lockchaos"}, "not a directory"},
+	} {
+		_, err := Start(context.Background(), tc.spec)
+		if !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Start(%+v) = %v, want ErrBadSpec mentioning %q", tc.spec, err, tc.want)
+		}
+	}
+}
+
+// Not parallel: it swaps a package variable.
+func TestStartMissingBinary(t *testing.T) {
+	old := redisServerBin
+	redisServerBin = "redis-server-not-installed"
+	defer func() { redisServerBin = old }()
+	dir := t.TempDir()
+	_, err := Start(context.Background(), Spec{Topology: RedisSingle, Dir: dir})
+	if !errors.Is(err, ErrMissingBinary) || !strings.Contains(err.Error(), "not found in PATH") ||
+		!strings.Contains(err.Error(), "apt-get install redis-server") {
+		t.Fatalf("Start = %v, want ErrMissingBinary naming the fix", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("a failed Start left %d entries in %s", len(ents), dir)
+	}
+}
