@@ -29,6 +29,9 @@ type node struct {
 
 	mu sync.Mutex
 	p  *proc
+	// restarted says the running process came from Restart (guarded by mu; ready reads it to
+	// skip checks that only hold for a fresh cluster).
+	restarted bool
 }
 
 func newNode(runDir, name string, kind Kind, port int) *node {
@@ -44,6 +47,7 @@ func newNode(runDir, name string, kind Kind, port int) *node {
 
 // launch starts the process and waits until it is ready. Call with n.mu held.
 func (n *node) launch(ctx context.Context, sp *spawner, restart bool) error {
+	n.restarted = restart
 	argv, err := n.prepare(restart)
 	if err != nil {
 		return fmt.Errorf("%s: write config: %w", n.Name, err)

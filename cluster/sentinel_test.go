@@ -1,0 +1,78 @@
+package cluster
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestRedisSentinelFailover(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, Spec{Topology: RedisSentinel, Clients: 2, Proxies: true})
+	ctx := ctxT(t, 40*time.Second)
+	if got := len(c.Nodes()); got != 5 {
+		t.Fatalf("want redis-1, redis-2 and 3 sentinels, have %+v", c.Nodes())
+	}
+	if m, err := c.Master(ctx); err != nil || m != "redis-1" {
+		t.Fatalf("Master = %q, %v", m, err)
+	}
+	e := c.Endpoints(1)
+	if e.MasterName == "" || len(e.SentinelAddrs) != 3 || e.Dial == nil {
+		t.Fatalf("Endpoints = %+v", e)
+	}
+	fc := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName: e.MasterName, SentinelAddrs: e.SentinelAddrs, Dialer: e.Dial,
+		Protocol: 2, DisableIdentity: true, MaxRetries: -1,
+		DialTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond,
+	})
+	defer fc.Close()
+	if err := fc.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("SET via Sentinel through the proxies: %v", err)
+	}
+	// The client's connection must go through client 1's proxy to redis-1, not straight to it.
+	if link, err := c.Link(1, "redis-1"); err != nil {
+		t.Fatal(err)
+	} else {
+		link.Stop()
+		if err := fc.Ping(ctx).Err(); err == nil {
+			t.Error("PING via FailoverClient succeeded with its proxy to the master disabled")
+		}
+		if err := link.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	repl, err := c.ReplicationLink()
+	if err != nil || repl == nil {
+		t.Fatalf("ReplicationLink = %v, %v", repl, err)
+	}
+
+	t0 := time.Now()
+	if err := c.Kill(ctx, "redis-1"); err != nil {
+		t.Fatal(err)
+	}
+	var m string
+	for time.Since(t0) < 15*time.Second {
+		if m, err = c.Master(ctx); err == nil && m == "redis-2" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if m != "redis-2" {
+		t.Fatalf("15s after killing the master, Master = %q, %v", m, err)
+	}
+	t.Logf("failover took %v", time.Since(t0).Round(time.Millisecond))
+	var v string
+	for time.Since(t0) < 20*time.Second {
+		if v, err = fc.Get(ctx, "k").Result(); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if v != "v" {
+		t.Errorf("GET via Sentinel after failover = %q, %v (the write was replicated)", v, err)
+	}
+	if err := c.Restart(ctx, "redis-1"); err != nil {
+		t.Errorf("Restart of the old master: %v", err)
+	}
+}
