@@ -1,9 +1,11 @@
 package algorithms
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -29,7 +31,7 @@ func newRedisClient(cfg Config, addr string, timeout time.Duration) *redis.Clien
 		return redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName:            cfg.Sentinel.MasterName,
 			SentinelAddrs:         cfg.Sentinel.Addrs,
-			Dialer:                cfg.Dial,
+			Dialer:                probeDialer(cfg.Dial),
 			Protocol:              2,
 			MaxRetries:            -1,
 			DialTimeout:           timeout,
@@ -44,7 +46,7 @@ func newRedisClient(cfg Config, addr string, timeout time.Duration) *redis.Clien
 	}
 	return redis.NewClient(&redis.Options{
 		Addr:                     addr,
-		Dialer:                   cfg.Dial,
+		Dialer:                   probeDialer(cfg.Dial),
 		Protocol:                 2,
 		MaxRetries:               -1,
 		DialTimeout:              timeout,
@@ -57,6 +59,40 @@ func newRedisClient(cfg Config, addr string, timeout time.Duration) *redis.Clien
 		DisableIdentity:          true,
 		MaintNotificationsConfig: noMaint,
 	})
+}
+
+// probeDialer dials (through dial, when set) and sends one PING on the fresh connection before
+// go-redis uses it. Behind a proxy, a dead or black-holed server still accepts the connection;
+// the probe turns that into a dial error, so the command that follows is never sent and its
+// failure is definite rather than unknown (see redisDefinite). It costs one round trip per new
+// connection; pooled connections are reused without it.
+func probeDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			_ = c.SetDeadline(dl)
+		}
+		_, err = c.Write([]byte("*1\r\n$4\r\nPING\r\n"))
+		if err == nil {
+			var line string
+			line, err = bufio.NewReaderSize(c, 64).ReadString('\n')
+			if err == nil && line != "+PONG\r\n" {
+				err = fmt.Errorf("reply %q", line)
+			}
+		}
+		if err != nil {
+			_ = c.Close()
+			return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("probe PING to %s: %w", addr, err)}
+		}
+		_ = c.SetDeadline(time.Time{})
+		return c, nil
+	}
 }
 
 // redisBase is what the single-node Redis algorithms share: one client to the node (or to the
