@@ -1,0 +1,102 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const helperEnv = "LOCKCHAOS_CLUSTER_HELPER"
+
+// TestHelperProcess is not a test: TestNoOrphansAfterSIGKILL runs the test binary again with
+// helperEnv set, and this starts a cluster in that child, reports READY and waits to be killed.
+func TestHelperProcess(t *testing.T) {
+	topology := os.Getenv(helperEnv)
+	if topology == "" {
+		t.Skip("helper for TestNoOrphansAfterSIGKILL")
+	}
+	c, err := Start(context.Background(), Spec{Topology: topology, Nodes: 1, Dir: os.Getenv(helperEnv + "_DIR")})
+	if err != nil {
+		fmt.Println("ERROR", strings.ReplaceAll(err.Error(), "\n", " | "))
+		os.Exit(1)
+	}
+	fmt.Println("READY", c.(*local).dir)
+	time.Sleep(time.Minute)
+	os.Exit(3) // never Close: the parent's SIGKILL must be enough
+}
+
+// TestNoOrphansAfterSIGKILL checks DESIGN.md §9: no server survives a SIGKILL of the harness.
+func TestNoOrphansAfterSIGKILL(t *testing.T) {
+	for _, tc := range []struct {
+		topology string
+		procs    int
+	}{{RedisSentinel, 5}, {ZooKeeper, 1}} {
+		t.Run(tc.topology, func(t *testing.T) {
+			t.Parallel()
+			needServers(t, tc.topology)
+			parent := t.TempDir()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+			cmd.Env = append(os.Environ(), helperEnv+"="+tc.topology, helperEnv+"_DIR="+parent)
+			cmd.Stderr = os.Stderr
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			line, err := readLine(out, 30*time.Second)
+			if err != nil || !strings.HasPrefix(line, "READY ") {
+				t.Fatalf("helper: %q, %v", line, err)
+			}
+			dir := strings.TrimPrefix(line, "READY ")
+			if got := procsMentioning(dir); len(got) != tc.procs {
+				t.Fatalf("want %d server processes naming %s before the kill, have %v", tc.procs, dir, got)
+			}
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait()
+			var left []int
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+				if left = procsMentioning(dir); len(left) == 0 {
+					return
+				}
+			}
+			for _, pid := range left {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Fatalf("server processes survived SIGKILL of the harness: %v", left)
+		})
+	}
+}
+
+func readLine(r interface{ Read([]byte) (int, error) }, timeout time.Duration) (string, error) {
+	ch := make(chan string, 1)
+	errc := make(chan error, 1)
+	go func() {
+		s := bufio.NewScanner(r)
+		for s.Scan() {
+			if l := s.Text(); strings.HasPrefix(l, "READY ") || strings.HasPrefix(l, "ERROR ") {
+				ch <- l
+				return
+			}
+		}
+		errc <- fmt.Errorf("helper ended without READY: %v", s.Err())
+	}()
+	select {
+	case l := <-ch:
+		return l, nil
+	case err := <-errc:
+		return "", err
+	case <-time.After(timeout):
+		return "", fmt.Errorf("no READY after %v", timeout)
+	}
+}
