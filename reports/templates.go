@@ -1,0 +1,28 @@
+package reports
+
+import (
+	"embed"
+	"html/template"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed style.css
+var styleSource string
+
+// styleCSS is inlined into every page: one file per page, nothing fetched.
+var styleCSS = template.CSS(styleSource)
+
+var pageTemplates = template.Must(template.New("").Funcs(template.FuncMap{
+	"f1":      f1,
+	"fmtMs":   fmtMs,
+	"fmtDur":  fmtDur,
+	"explain": classExplanation,
+	"deref": func(p *float64) float64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	},
+}).ParseFS(templateFS, "templates/*.html"))

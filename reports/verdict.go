@@ -1,0 +1,131 @@
+package reports
+
+import (
+	"strings"
+
+	"github.com/lockchaos/lockchaos/checker"
+)
+
+// Categories a run is coloured by, on the report badge and in the matrix. They refine the verdict
+// by the class of the first violation, because the class decides the fix (DESIGN.md §6).
+const (
+	catSafe          = "safe"
+	catUnsafe        = "unsafe" // unsafe, class not known
+	catUnsafeService = "unsafe-service"
+	catUnsafeClient  = "unsafe-client"
+	catStuck         = "stuck"
+	catUnknown       = "unknown"
+	catNA            = "n/a"
+)
+
+// category names what a result shows: its verdict, refined by violation class when unsafe.
+func category(r *checker.Result) string {
+	if r == nil {
+		return catUnknown
+	}
+	switch r.Verdict {
+	case checker.Safe:
+		return catSafe
+	case checker.Stuck:
+		return catStuck
+	case checker.Unsafe:
+		c := r.ViolationClass
+		if c == nil && r.FirstViolation != nil && r.FirstViolation.Class != "" {
+			c = &r.FirstViolation.Class
+		}
+		if c != nil {
+			switch *c {
+			case checker.ServiceClass:
+				return catUnsafeService
+			case checker.ClientClass:
+				return catUnsafeClient
+			}
+		}
+		return catUnsafe
+	}
+	return catUnknown
+}
+
+// normExpected maps the spellings an expectation may come in (the catalogue's S/Us/Uc/X/– and
+// the long names) to a category; "" when there is no expectation.
+func normExpected(s string) string {
+	k := strings.ToLower(strings.TrimSpace(s))
+	k = strings.NewReplacer(":", "-", "_", "-", " ", "-", "(", "", ")", "").Replace(k)
+	switch k {
+	case "":
+		return ""
+	case "s", "safe":
+		return catSafe
+	case "u", "unsafe":
+		return catUnsafe
+	case "us", "unsafe-service", "service":
+		return catUnsafeService
+	case "uc", "unsafe-client", "client":
+		return catUnsafeClient
+	case "x", "stuck":
+		return catStuck
+	case "-", "–", "n/a", "na":
+		return catNA
+	case "unknown", "?":
+		return catUnknown
+	}
+	return k
+}
+
+// matches reports whether an observed category meets an expected one; "unsafe" without a class
+// accepts either class. ok is false when there is nothing to compare against.
+func matches(expected, observed string) (match, ok bool) {
+	e := normExpected(expected)
+	if e == "" {
+		return false, false
+	}
+	if e == catUnsafe {
+		return strings.HasPrefix(observed, catUnsafe), true
+	}
+	return e == observed, true
+}
+
+// expectedOf returns the expectation for a result: the caller's, else the one result.json carries.
+func expectedOf(given string, r *checker.Result) string {
+	if given != "" {
+		return given
+	}
+	if r != nil && r.Expected != nil {
+		return *r.Expected
+	}
+	return ""
+}
+
+// matchOf decides whether a result meets its expectation. The checker's own judgement
+// (matches_expectation) wins when it made one for the same expectation, since it may know more
+// (e.g. which class the expectation names); otherwise the categories are compared.
+func matchOf(expected string, r *checker.Result) (match, ok bool) {
+	if r != nil && r.Matches != nil && r.Expected != nil && (expected == "" || expected == *r.Expected) {
+		return *r.Matches, true
+	}
+	return matches(expected, category(r))
+}
+
+// classExplanation says in plain language what a class of violation means and how it is fixed.
+func classExplanation(c string) string {
+	switch c {
+	case string(checker.ServiceClass), catUnsafeService:
+		return "The lock service granted the lock while a valid lease was still held. " +
+			"This is the service's fault, typically caused by a failover to a replica that had not seen the lock, " +
+			"a server restart that lost it, a clock jump that expired it early, or an algorithm that computes expiry on the client. " +
+			"Fixes: fencing tokens checked by the resource, WAIT/fsync before granting, delayed restarts, monotonic clocks, " +
+			"or a consensus-based lock service."
+	case string(checker.ClientClass), catUnsafeClient:
+		return "The lock service behaved correctly, but a holder kept using its lease after it expired — " +
+			"typically after a process pause (GC, SIGSTOP) or a long network delay between its validity check and its write. " +
+			"No lease can prevent this on its own. Fix: fencing tokens, checked by the resource on every write."
+	case catStuck:
+		return "No client was granted the lock for the configured limit after every fault had healed: " +
+			"the lock is held by nobody alive and never expires (e.g. a holder crashed with a lock that has no TTL). " +
+			"Fix: a lease (TTL) on the lock, or a session-bound lock such as ZooKeeper's ephemeral nodes."
+	case catUnknown:
+		return "The checker could not decide (a porcupine check timed out, or there were too few operations). " +
+			"Unknown is never safe: re-run longer, or with a larger checker timeout."
+	}
+	return ""
+}
