@@ -1,0 +1,195 @@
+package checker
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// CheckHistory runs every check on h and returns the result.json object with porcupine's linearization
+// info for the visualization. It never fails: what it cannot decide makes the verdict unknown.
+//
+// Verdict: unsafe if any exclusion violation, illegal grant, or proven lost update; else stuck if
+// clients waited StuckAfter with no grant after all faults healed; else unknown if a porcupine
+// check ran out of time or no acquire succeeded; else safe.
+//
+// (It is not called Check: Check is the result.json type of one porcupine check.)
+func CheckHistory(h *history.History, opts Options) *Outcome {
+	began := time.Now()
+	r := newRun(h, opts)
+	out := &Outcome{}
+	res := &out.Result
+	res.Algorithm, res.Scenario, res.Backend, res.Seed = h.Meta.Algorithm, h.Meta.Scenario, h.Meta.Backend, h.Meta.Seed
+	if h.Meta.Expected != "" {
+		e := h.Meta.Expected
+		res.Expected = &e
+	}
+	res.Warnings = append(res.Warnings, h.Warnings...)
+	res.Warnings = append(res.Warnings, r.warnings...)
+	for _, f := range r.faults {
+		if f.Error != "" {
+			res.FaultErrors = append(res.FaultErrors, fmt.Sprintf("fault %d %s on %s: %s", f.ID, f.Name, f.Target, f.Error))
+		}
+	}
+	r.counts(res)
+
+	// Safety.
+	overlaps := r.exclusion()
+	grants := r.illegalGrants()
+	lockRes, lockLin := r.checkLock()
+	resOps := r.resourceOps()
+	resRes, resLin := r.checkResource(resOps)
+	out.Lock, out.Resource = lockLin, resLin
+	res.LockCheck, res.ResourceCheck = lockRes, resRes
+	res.ExclusionViolations = len(overlaps)
+	res.ServiceViolations = len(grants)
+	lockIllegal := lockRes.Result == string(porcupine.Illegal)
+	if lockIllegal && res.ServiceViolations == 0 {
+		res.ServiceViolations = 1
+	}
+	lost, lostV := r.lostUpdates(resOps)
+	res.LostUpdates = lost
+	lostProven := resRes.Result == string(porcupine.Illegal)
+
+	var vs []Violation
+	illegal := make(map[int]bool, len(grants))
+	for _, g := range grants {
+		illegal[g.b] = true
+		a, b := &r.ops[g.a], &r.ops[g.b]
+		until := "never expires"
+		if g.until != history.Never {
+			until = fmt.Sprintf("could not have expired before %.3fms", ms(g.until))
+		}
+		vs = append(vs, Violation{Kind: "service", Class: ServiceClass, AtMs: ms(b.Return), A: ref(a), B: ref(b),
+			Explanation: fmt.Sprintf("the lock service granted acq %d to client %d by %.3fms while acq %d of client %d held a lease that %s and had not been released",
+				b.ID, b.Client, ms(b.Return), a.ID, a.Client, until)})
+	}
+	located := true
+	if lockIllegal && len(grants) == 0 {
+		v := r.porcupineGrantViolation(lockLin)
+		if j, ok := r.idx.get(v.B.ID); ok && v.B.ID != 0 {
+			illegal[j] = true
+		} else {
+			located = false
+		}
+		vs = append(vs, v)
+	}
+	excl := r.excludedClass(overlaps, illegal, lockIllegal && !located)
+	for i, ov := range overlaps {
+		a, b := &r.ops[ov.a], &r.ops[ov.b]
+		v := Violation{Kind: "exclusion", Class: excl[i], AtMs: ms(ov.at), A: ref(a), B: ref(b)}
+		late := ""
+		if ov.aEnd >= 0 {
+			e := &r.ops[ov.aEnd]
+			late = fmt.Sprintf(" (its %s %d was invoked at %.3fms)", e.Op, e.ID, ms(e.Call))
+		}
+		if excl[i] == ServiceClass {
+			v.Explanation = fmt.Sprintf("client %d (acq %d) started holding at %.3fms while client %d (acq %d) was still using the resource%s; the lock service's grants were illegal",
+				b.Client, b.ID, ms(ov.at), a.Client, a.ID, late)
+		} else {
+			v.Explanation = fmt.Sprintf("client %d (acq %d) started holding at %.3fms while client %d (acq %d) was still using the resource%s after its lease could have expired: the grant was legal, the old holder used an expired lease",
+				b.Client, b.ID, ms(ov.at), a.Client, a.ID, late)
+		}
+		vs = append(vs, v)
+	}
+	if lostProven && lostV != nil {
+		lostV.Class = r.lostClass(lostV, overlaps, excl, lockIllegal)
+		vs = append(vs, *lostV)
+	} else if lostProven {
+		c := ClientClass
+		if lockIllegal || len(grants) > 0 {
+			c = ServiceClass
+		}
+		vs = append(vs, Violation{Kind: "lost-update", Class: c, Explanation: "porcupine found no order of atomic increments that explains the counter: an update was lost"})
+	}
+	slices.SortStableFunc(vs, func(x, y Violation) int { return cmp.Compare(x.AtMs, y.AtMs) })
+	unsafe := len(vs) > 0
+	for _, v := range vs {
+		if !slices.Contains(res.ClassesSeen, v.Class) {
+			res.ClassesSeen = append(res.ClassesSeen, v.Class)
+		}
+	}
+
+	// Liveness.
+	stallD, stuck := r.liveness()
+	res.LongestStallMs = ms(int64(stallD))
+
+	switch {
+	case unsafe:
+		res.Verdict = Unsafe
+		first := vs[0]
+		res.FirstViolation = &first
+		c := first.Class
+		res.ViolationClass = &c
+	case stuck != nil:
+		res.Verdict = Stuck
+		res.FirstViolation = stuck
+	case lockRes.Result == string(porcupine.Unknown) || resRes.Result == string(porcupine.Unknown):
+		res.Verdict = Unknown
+		res.Warnings = append(res.Warnings, fmt.Sprintf("a linearizability check timed out after %v: the verdict is unknown, not safe (raise the timeout)", r.opts.Timeout))
+	case res.AcquiresOk == 0:
+		res.Verdict = Unknown
+		res.Warnings = append(res.Warnings, "no acquire succeeded: too few operations to judge")
+	default:
+		res.Verdict = Safe
+	}
+	if res.FirstViolation != nil {
+		t := res.FirstViolation.AtMs
+		res.TTDMs = &t
+	}
+	if res.Expected != nil {
+		m := Matches(res, *res.Expected)
+		res.Matches = &m
+	}
+	res.CheckerMs = ms(int64(time.Since(began)))
+	return out
+}
+
+// Matches reports whether a result meets an expectation: "safe", "unsafe", "stuck", "unknown",
+// or "unsafe-service" / "unsafe-client", which also need a violation of that class among
+// ClassesSeen (the first violation's class alone is ViolationClass).
+func Matches(res *Result, expected string) bool {
+	verdict, class, _ := strings.Cut(expected, "-")
+	if Verdict(verdict) != res.Verdict {
+		return false
+	}
+	return class == "" || slices.Contains(res.ClassesSeen, Class(class))
+}
+
+// excludedClass classifies each overlap. It is the service's fault when either acquisition of the
+// pair was granted illegally, or when porcupine proved an illegal grant that could not be pinned on
+// any acquisition (unlocated); otherwise the grants were legal and the old holder used an expired
+// lease.
+func (r *run) excludedClass(overlaps []overlap, illegal map[int]bool, unlocated bool) []Class {
+	out := make([]Class, len(overlaps))
+	for i, ov := range overlaps {
+		switch {
+		case illegal[ov.a] || illegal[ov.b]:
+			out[i] = ServiceClass
+		case unlocated:
+			out[i] = ServiceClass
+		default:
+			out[i] = ClientClass
+		}
+	}
+	return out
+}
+
+// lostClass gives a lost update the class of the overlap its writes belong to.
+func (r *run) lostClass(v *Violation, overlaps []overlap, excl []Class, lockIllegal bool) Class {
+	for i, ov := range overlaps {
+		ids := []int64{r.ops[ov.a].ID, r.ops[ov.b].ID}
+		if slices.Contains(ids, v.A.Acq) || slices.Contains(ids, v.B.Acq) {
+			return excl[i]
+		}
+	}
+	if lockIllegal {
+		return ServiceClass
+	}
+	return ClientClass
+}

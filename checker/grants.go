@@ -1,0 +1,101 @@
+package checker
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// grant is one illegal grant found by the direct sweep: b was granted while a's lease was valid.
+type grant struct {
+	a, b int
+	until int64 // earliest end of a's lease (Never: no TTL)
+}
+
+// illegalGrants counts illegal grants directly, because porcupine only answers yes or no.
+//
+// Per lock, the successful acquires are taken in return order, and each grant B is compared with
+// the grant A just before it (the holder as the service saw it, even if A's own grant was
+// illegal). B is counted when, in every timing the history allows, B was granted while A held a
+// valid lease:
+//
+//   - A's lease cannot have expired: B.return < A.start + TTL·(1−drift) (never, with no TTL);
+//   - A had not begun releasing: no ok or unknown release of A was invoked by B.return;
+//   - and if the two acquires overlap, so that B might have been granted first, A's grant is
+//     illegal in that order too: B's lease cannot have expired nor been released by A.return.
+//
+// A.start is a lower bound of when A's lease began, computed as the model does: A's call, or, when
+// A can only have been granted after its predecessor P, the moment P's lock can first have become
+// free (P's earliest expiry, or P's release call if earlier). It matters for a client that waited
+// long in acquire: its call says nothing about when its lease began.
+//
+// The count is a lower bound of the illegal grants porcupine rejects, so porcupine can say
+// Illegal with a count of 0; the checker then reports at least 1.
+func (r *run) illegalGrants() []grant {
+	rel := make(map[int]int64) // acquire index → earliest ok or unknown release call
+	for i := range r.ops {
+		o := &r.ops[i]
+		if o.Op != history.OpRelease || o.Status == history.TypeFail {
+			continue
+		}
+		if j, ok := r.acquireOf(o); ok {
+			if t, seen := rel[j]; !seen || o.Call < t {
+				rel[j] = o.Call
+			}
+		}
+	}
+	released := func(j int, by int64) bool {
+		t, ok := rel[j]
+		return ok && t <= by
+	}
+	var acq []int
+	for i := range r.ops {
+		if r.ops[i].Op == history.OpAcquire && r.ops[i].Ok() {
+			acq = append(acq, i)
+		}
+	}
+	slices.SortFunc(acq, func(x, y int) int {
+		a, b := &r.ops[x], &r.ops[y]
+		if c := cmp.Compare(a.Lock, b.Lock); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Return, b.Return)
+	})
+	var out []grant
+	var aStart int64
+	for k, bi := range acq {
+		b := &r.ops[bi]
+		if k == 0 || r.ops[acq[k-1]].Lock != b.Lock {
+			aStart = b.Call
+			continue
+		}
+		ai := acq[k-1]
+		a := &r.ops[ai]
+		ttlA, ttlB := r.ttl(a), r.ttl(b)
+		expired := ttlA > 0 && b.Return >= aStart+ttlA
+		wasReleased := released(ai, b.Return)
+		bFirst := b.Call <= a.Return && ((ttlB > 0 && a.Return >= b.Call+ttlB) || released(bi, a.Return))
+		switch {
+		case !expired && !wasReleased && !bFirst:
+			until := history.Never
+			if ttlA > 0 {
+				until = aStart + ttlA
+			}
+			out = append(out, grant{a: ai, b: bi, until: until})
+			aStart = b.Call
+		case bFirst:
+			aStart = b.Call
+		default:
+			free := history.Never
+			if ttlA > 0 {
+				free = aStart + ttlA
+			}
+			if wasReleased {
+				free = min(free, rel[ai])
+			}
+			aStart = max(b.Call, free)
+		}
+	}
+	return out
+}

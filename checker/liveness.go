@@ -1,0 +1,159 @@
+package checker
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// A stall is a time in which clients wanted the lock and nobody got it. It runs from the moment
+// some client was waiting (an acquire invoked and not yet completed) after the previous grant, or
+// from that grant if clients were already waiting, to the next grant; the last one runs to the
+// last moment anyone was still waiting (the end of the history, for an acquire that never
+// completed). Short gaps in which no one happens to wait (a client between a timed-out acquire and
+// its retry) do not end a stall: only a grant does.
+type stall struct {
+	start, end int64
+	waiter     int // index of an acquire waiting in it
+	prev       int // index of the grant before it, -1 if none
+}
+
+// liveness computes the longest stall outside faults and whether the run is stuck (DESIGN.md
+// §6.5).
+//
+// Time inside a fault, and one TTL of grace after it heals (leases of a crashed or cut-off holder
+// must run out first), is not counted: a stall is cut into the pieces outside those spans. A fault
+// that never ended (a crash, a node killed for good) is taken to last only its start instant, for
+// the system is expected to go on without what it killed: a naive lock whose holder crashed must
+// show up as stuck. The run is stuck when a piece after the last heal (+ grace) is at least
+// StuckAfter long.
+func (r *run) liveness() (longest time.Duration, stuck *Violation) {
+	stalls := r.stalls()
+	ex := r.excluded()
+	var lastHeal int64
+	for _, e := range ex {
+		lastHeal = max(lastHeal, e[1])
+	}
+	for _, s := range stalls {
+		for _, p := range subtract(s.start, s.end, ex) {
+			d := time.Duration(p[1] - p[0])
+			longest = max(longest, d)
+			if stuck == nil && p[0] >= lastHeal && d >= r.opts.StuckAfter {
+				w := &r.ops[s.waiter]
+				v := &Violation{Kind: "stuck", AtMs: ms(p[0] + int64(r.opts.StuckAfter)), B: ref(w),
+					Explanation: fmt.Sprintf("clients waited %v from %.3fms with no grant, after every fault had healed (limit %v)",
+						d.Round(time.Millisecond), ms(p[0]), r.opts.StuckAfter)}
+				if s.prev >= 0 {
+					v.A = ref(&r.ops[s.prev])
+				}
+				stuck = v
+			}
+		}
+	}
+	return longest, stuck
+}
+
+// stalls sweeps acquire invocations, completions and grants in time order.
+func (r *run) stalls() []stall {
+	type ev struct {
+		t     int64
+		delta int // +1 invoke, -1 completion
+		grant bool
+		op    int
+	}
+	var evs []ev
+	for i := range r.ops {
+		o := &r.ops[i]
+		if o.Op != history.OpAcquire {
+			continue
+		}
+		done := min(o.Done, r.end)
+		evs = append(evs, ev{t: o.Call, delta: 1, op: i}, ev{t: max(done, o.Call), delta: -1, grant: o.Ok(), op: i})
+	}
+	// At one instant, completions come before invocations, so a stall starts after a grant.
+	slices.SortFunc(evs, func(a, b ev) int {
+		if c := cmp.Compare(a.t, b.t); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.delta, b.delta)
+	})
+	var out []stall
+	waiting, prev := 0, -1
+	cur := stall{start: -1, prev: -1}
+	var lastWait int64
+	for _, e := range evs {
+		if e.delta < 0 {
+			waiting--
+			lastWait = e.t
+		}
+		if e.grant {
+			if cur.start >= 0 && e.t > cur.start {
+				cur.end = e.t
+				out = append(out, cur)
+			}
+			prev = e.op
+			cur = stall{start: -1, prev: prev}
+			if waiting > 0 {
+				cur.start, cur.waiter = e.t, e.op
+			}
+		}
+		if e.delta > 0 {
+			waiting++
+			if cur.start < 0 {
+				cur.start, cur.waiter = e.t, e.op
+			}
+		}
+	}
+	if cur.start >= 0 {
+		if waiting > 0 {
+			lastWait = r.end
+		}
+		if lastWait > cur.start {
+			cur.end = lastWait
+			out = append(out, cur)
+		}
+	}
+	return out
+}
+
+// excluded lists the fault spans plus grace, merged and sorted.
+func (r *run) excluded() [][2]int64 {
+	grace := max(r.meta.TTLNs, 0)
+	var ex [][2]int64
+	for _, f := range r.faults {
+		end := f.End
+		if end == history.Never || end < f.Start {
+			end = f.Start
+		}
+		ex = append(ex, [2]int64{f.Start, end + grace})
+	}
+	slices.SortFunc(ex, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	var merged [][2]int64
+	for _, e := range ex {
+		if n := len(merged); n > 0 && e[0] <= merged[n-1][1] {
+			merged[n-1][1] = max(merged[n-1][1], e[1])
+			continue
+		}
+		merged = append(merged, e)
+	}
+	return merged
+}
+
+// subtract returns the pieces of [s, e] outside the merged, sorted spans ex.
+func subtract(s, e int64, ex [][2]int64) [][2]int64 {
+	var out [][2]int64
+	i, _ := slices.BinarySearchFunc(ex, s, func(x [2]int64, t int64) int { return cmp.Compare(x[1], t) })
+	for ; i < len(ex) && ex[i][0] < e; i++ {
+		if ex[i][0] > s {
+			out = append(out, [2]int64{s, ex[i][0]})
+		}
+		s = max(s, ex[i][1])
+	}
+	if e > s {
+		out = append(out, [2]int64{s, e})
+	}
+	return out
+}

@@ -1,0 +1,131 @@
+package checker
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// run is a history in the shapes the checks need, built once per Check.
+type run struct {
+	meta   history.Meta
+	opts   Options
+	ops    []history.Operation // in invocation order
+	faults []history.FaultSpan
+	end    int64 // time of the last event: the run's duration
+	idx    opIndex
+	// lockOps is the porcupine history of the lock check, kept to locate its violation.
+	lockOps  []porcupine.Operation
+	warnings []string
+}
+
+func newRun(h *history.History, opts Options) *run {
+	r := &run{meta: h.Meta, opts: opts.withDefaults(h.Meta)}
+	r.ops = history.Operations(h.Events)
+	for i := range r.ops {
+		// A completion stamped before its invocation (an edited file) would break the search's
+		// ordering: clamp it to the invocation.
+		o := &r.ops[i]
+		if o.Return < o.Call || o.Done < o.Call {
+			r.warnings = append(r.warnings, fmt.Sprintf("operation %d completes before its invocation; treated as completing at its invocation", o.ID))
+			o.Return, o.Done = max(o.Return, o.Call), max(o.Done, o.Call)
+		}
+	}
+	r.faults = history.Faults(h.Events)
+	for i := range h.Events {
+		if t := h.Events[i].AtNs; t > r.end {
+			r.end = t
+		}
+	}
+	r.idx = newOpIndex(r.ops)
+	return r
+}
+
+// acquireOf returns the index of the acquire operation an access or release runs under.
+func (r *run) acquireOf(o *history.Operation) (int, bool) {
+	if o.Acq == 0 {
+		return 0, false
+	}
+	j, ok := r.idx.get(o.Acq)
+	if !ok || r.ops[j].Op != history.OpAcquire {
+		return 0, false
+	}
+	return j, true
+}
+
+// ttl is the lease the server enforces for the acquire op (its completion's ttl_ns, else the
+// run's), shortened by the drift the server clock may have: the earliest the lease can end,
+// measured from when the lease started. 0 means the lease never expires.
+func (r *run) ttl(o *history.Operation) int64 {
+	t := o.TTLNs
+	if t <= 0 {
+		t = r.meta.TTLNs
+	}
+	if t <= 0 {
+		return 0
+	}
+	eff := t - int64(float64(t)*r.opts.Drift)
+	if eff <= 0 {
+		eff = 1
+	}
+	return eff
+}
+
+// opIndex finds an operation by id. Recorders number operations densely from 1, so a slice is
+// the common case; arbitrary ids (edited or fuzzed files) fall back to a map.
+type opIndex struct {
+	dense  []int32
+	sparse map[int64]int
+}
+
+func newOpIndex(ops []history.Operation) opIndex {
+	var maxID int64
+	for i := range ops {
+		maxID = max(maxID, ops[i].ID)
+	}
+	if maxID <= int64(4*len(ops)+64) && len(ops) < 1<<31-1 {
+		d := make([]int32, maxID+1)
+		for i := range d {
+			d[i] = -1
+		}
+		for i := range ops {
+			if ops[i].ID > 0 && d[ops[i].ID] < 0 {
+				d[ops[i].ID] = int32(i)
+			}
+		}
+		return opIndex{dense: d}
+	}
+	m := make(map[int64]int, len(ops))
+	for i := range ops {
+		if _, dup := m[ops[i].ID]; !dup {
+			m[ops[i].ID] = i
+		}
+	}
+	return opIndex{sparse: m}
+}
+
+func (x *opIndex) get(id int64) (int, bool) {
+	if x.sparse != nil {
+		i, ok := x.sparse[id]
+		return i, ok
+	}
+	if id <= 0 || id >= int64(len(x.dense)) || x.dense[id] < 0 {
+		return 0, false
+	}
+	return int(x.dense[id]), true
+}
+
+// ms converts nanoseconds since the run's start to milliseconds.
+func ms(ns int64) float64 { return float64(ns) / float64(time.Millisecond) }
+
+// ref describes an operation for a Violation.
+func ref(o *history.Operation) OpRef {
+	rt := -1.0
+	if o.Return != history.Never {
+		rt = ms(o.Return)
+	}
+	return OpRef{ID: o.ID, Op: string(o.Op), Client: o.Client, Acq: o.Acq, CallMs: ms(o.Call), ReturnMs: rt}
+}
