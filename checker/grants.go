@@ -9,7 +9,7 @@ import (
 
 // grant is one illegal grant found by the direct sweep: b was granted while a's lease was valid.
 type grant struct {
-	a, b int
+	a, b  int
 	until int64 // earliest end of a's lease (Never: no TTL)
 }
 
