@@ -78,6 +78,9 @@ func (l *getsetLocker) attempt(ctx context.Context, expires string) (bool, error
 	if at >= l.cfg.Clock.Now().UnixMilli() {
 		return false, nil // still valid by our clock
 	}
+	if err := ctx.Err(); err != nil {
+		return false, err // no takeover write after the caller gave up
+	}
 	octx, cancel = l.op(ctx)
 	defer cancel()
 	old, err := l.rdb.GetSet(octx, l.cfg.Name, expires).Result()

@@ -118,9 +118,11 @@ func newRedisBase(cfg Config) (*redisBase, error) {
 // Close closes the client's connections.
 func (b *redisBase) Close() error { return b.rdb.Close() }
 
-// op bounds one request by OpTimeout.
+// op bounds one request by OpTimeout. The request does not end with ctx: a request cut off in
+// flight has an unknown outcome, so the algorithms let it finish (at most OpTimeout) and look at
+// ctx between requests. An acquire that merely waited then fails definitely when ctx ends.
 func (b *redisBase) op(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, b.cfg.OpTimeout)
+	return context.WithTimeout(context.WithoutCancel(ctx), b.cfg.OpTimeout)
 }
 
 // token returns a fresh random lock value from the client's seeded source.

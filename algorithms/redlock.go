@@ -66,8 +66,10 @@ type nodeResult struct {
 	err error // nil, definite, or *UnknownError
 }
 
-// each runs f on every node in parallel, each under its own timeout.
+// each runs f on every node in parallel, each under its own timeout and not cut off by ctx
+// (see redisBase.op).
 func (l *redlockLocker) each(ctx context.Context, f func(context.Context, *redis.Client) (bool, error)) []nodeResult {
+	ctx = context.WithoutCancel(ctx)
 	res := make([]nodeResult, len(l.nodes))
 	var wg sync.WaitGroup
 	for i, n := range l.nodes {
@@ -126,8 +128,7 @@ func (l *redlockLocker) Acquire(ctx context.Context) (Lease, error) {
 				return Lease{Validity: t0.Sub(start) + validity, TTL: l.cfg.TTL, Data: tok}, nil
 			}
 		}
-		// Cleanup runs even when ctx has ended: it only removes our own token.
-		unlock := l.each(context.WithoutCancel(ctx), func(c context.Context, n *redis.Client) (bool, error) {
+		unlock := l.each(ctx, func(c context.Context, n *redis.Client) (bool, error) {
 			return casDel(c, n, l.cfg.Name, tok)
 		})
 		for i, u := range unlock {

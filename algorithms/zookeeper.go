@@ -116,7 +116,8 @@ type zkResult[T any] struct {
 
 // zkDo runs one request under OpTimeout. go-zookeeper's calls take no context, so on timeout
 // the request goes on; late then delivers its eventual result (nil when it finished in time).
-func zkDo[T any](ctx context.Context, l *zkLocker, f func() (T, error)) (v T, err error, late <-chan zkResult[T]) {
+// As with Redis (redisBase.op), ending the caller's ctx does not cut a request off.
+func zkDo[T any](l *zkLocker, f func() (T, error)) (v T, err error, late <-chan zkResult[T]) {
 	ch := make(chan zkResult[T], 1)
 	go func() {
 		v, err := f()
@@ -129,8 +130,6 @@ func zkDo[T any](ctx context.Context, l *zkLocker, f func() (T, error)) (v T, er
 		return r.v, r.err, nil
 	case <-t.C:
 		err = fmt.Errorf("zookeeper request: %w", context.DeadlineExceeded)
-	case <-ctx.Done():
-		err = fmt.Errorf("zookeeper request: %w", ctx.Err())
 	case <-l.closed:
 		err = zk.ErrClosing
 	}
@@ -146,7 +145,7 @@ func (l *zkLocker) ensureDir(ctx context.Context) error {
 		return nil
 	}
 	for _, p := range []string{"/lockchaos", l.dir} {
-		_, err, _ := zkDo(ctx, l, func() (string, error) { return l.conn.Create(p, nil, 0, l.acl) })
+		_, err, _ := zkDo(l, func() (string, error) { return l.conn.Create(p, nil, 0, l.acl) })
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return fmt.Errorf("create %s: %w", p, err)
 		}
@@ -198,7 +197,7 @@ func (l *zkLocker) create(ctx context.Context) (string, int64, error) {
 	for range 3 {
 		var path string
 		var late <-chan zkResult[string]
-		path, err, late = zkDo(ctx, l, func() (string, error) {
+		path, err, late = zkDo(l, func() (string, error) {
 			return l.conn.Create(prefix, nil, zk.FlagEphemeral|zk.FlagSequence, l.acl)
 		})
 		switch {
@@ -238,7 +237,7 @@ func (l *zkLocker) create(ctx context.Context) (string, int64, error) {
 
 // findProtected looks for our node by its GUID among the lock's children.
 func (l *zkLocker) findProtected(ctx context.Context, guid string) (string, int64, error) {
-	children, err, _ := zkDo(ctx, l, func() ([]string, error) {
+	children, err, _ := zkDo(l, func() ([]string, error) {
 		c, _, err := l.conn.Children(l.dir)
 		return c, err
 	})
@@ -270,7 +269,7 @@ func (l *zkLocker) wait(ctx context.Context, path string, sid int64) error {
 		if l.conn.SessionID() != sid {
 			return errNodeGone
 		}
-		children, err, _ := zkDo(ctx, l, func() ([]string, error) {
+		children, err, _ := zkDo(l, func() ([]string, error) {
 			c, _, err := l.conn.Children(l.dir)
 			return c, err
 		})
@@ -289,7 +288,7 @@ func (l *zkLocker) wait(ctx context.Context, path string, sid int64) error {
 		}
 		pred := l.dir + "/" + children[i-1]
 		// GetW, as Curator uses getData, sets no watch when the node is already gone.
-		ch, err, _ := zkDo(ctx, l, func() (<-chan zk.Event, error) {
+		ch, err, _ := zkDo(l, func() (<-chan zk.Event, error) {
 			_, _, ch, err := l.conn.GetW(pred)
 			return ch, err
 		})
@@ -327,7 +326,7 @@ func (l *zkLocker) Release(ctx context.Context, lease Lease) error {
 	if l.conn.SessionID() != zl.Session {
 		return ErrNotHeld
 	}
-	_, err, late := zkDo(ctx, l, func() (struct{}, error) { return struct{}{}, l.conn.Delete(zl.Path, -1) })
+	_, err, late := zkDo(l, func() (struct{}, error) { return struct{}{}, l.conn.Delete(zl.Path, -1) })
 	switch {
 	case err == nil:
 		return nil
@@ -373,7 +372,7 @@ func (l *zkLocker) deleteLoop(path string, sid int64) {
 		if l.conn.SessionID() != sid {
 			return
 		}
-		_, err, _ := zkDo(context.Background(), l, func() (struct{}, error) { return struct{}{}, l.conn.Delete(path, -1) })
+		_, err, _ := zkDo(l, func() (struct{}, error) { return struct{}{}, l.conn.Delete(path, -1) })
 		if err == nil || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrClosing) {
 			return
 		}

@@ -1,0 +1,213 @@
+package algorithms_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/redis/go-redis/v9"
+)
+
+// startCluster starts spec and closes it when the test ends. A missing server binary skips the
+// test unless LOCKCHAOS_REQUIRE_SERVERS=1, where it fails.
+func startCluster(t *testing.T, spec cluster.Spec) cluster.Cluster {
+	t.Helper()
+	if spec.Dir == "" {
+		spec.Dir = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := cluster.Start(ctx, spec)
+	if errors.Is(err, cluster.ErrMissingBinary) && os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") != "1" {
+		t.Skipf("skip: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("cluster.Start(%s): %v", spec.Topology, err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("cluster Close: %v", err)
+		}
+	})
+	return c
+}
+
+// opts tunes one test client.
+type opts struct {
+	ttl   time.Duration
+	point algorithms.PointFunc
+}
+
+// newLocker builds client's Locker of algorithm alg for lock name, closed at the end of the test.
+func newLocker(t *testing.T, c cluster.Cluster, alg string, client int, name string, o opts) algorithms.Locker {
+	t.Helper()
+	info, err := algorithms.Lookup(alg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := c.Endpoints(client)
+	cfg := algorithms.Config{
+		Client: client,
+		Name:   name,
+		TTL:    o.ttl,
+		Addrs:  ep.Addrs,
+		Dial:   ep.Dial,
+		Point:  o.point,
+		Rand:   rand.New(rand.NewPCG(uint64(client), 42)),
+	}
+	if ep.MasterName != "" {
+		cfg.Sentinel = &algorithms.SentinelConfig{MasterName: ep.MasterName, Addrs: ep.SentinelAddrs}
+	}
+	l, err := info.New(cfg)
+	if err != nil {
+		t.Fatalf("%s.New: %v", alg, err)
+	}
+	t.Cleanup(func() {
+		if cl, ok := l.(algorithms.Closer); ok {
+			if err := cl.Close(); err != nil {
+				t.Errorf("%s client %d Close: %v", alg, client, err)
+			}
+		}
+	})
+	return l
+}
+
+// direct returns a plain client to data node i (real address, no proxy) to inspect the server.
+func direct(t *testing.T, c cluster.Cluster, i int) *redis.Client {
+	t.Helper()
+	r := redis.NewClient(&redis.Options{Addr: c.Nodes()[i].Addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+// master returns a plain client to the node that is master now.
+func master(t *testing.T, c cluster.Cluster) *redis.Client {
+	t.Helper()
+	name, err := c.Master(context.Background())
+	if err != nil {
+		t.Fatalf("Master: %v", err)
+	}
+	for i, n := range c.Nodes() {
+		if n.Name == name {
+			return direct(t, c, i)
+		}
+	}
+	t.Fatalf("master %s not among %v", name, c.Nodes())
+	return nil
+}
+
+func acquire(t *testing.T, l algorithms.Locker, d time.Duration) algorithms.Lease {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	lease, err := l.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	return lease
+}
+
+// mustWait checks that an Acquire with a short deadline fails definitely because ctx ended.
+func mustWait(t *testing.T, l algorithms.Locker, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	lease, err := l.Acquire(ctx)
+	if err == nil {
+		t.Fatalf("second client acquired a held lock: %+v", lease)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire under a held lock: %v, want a context.DeadlineExceeded", err)
+	}
+	if algorithms.IsUnknown(err) {
+		t.Fatalf("Acquire that only waited is unknown: %v", err)
+	}
+}
+
+// checkHandOver is the basic contract: A holds, B waits, A releases, B (blocked) gets it.
+func checkHandOver(t *testing.T, a, b algorithms.Locker, check func(*testing.T, algorithms.Lease)) {
+	t.Helper()
+	la := acquire(t, a, 5*time.Second)
+	if check != nil {
+		check(t, la)
+	}
+	mustWait(t, b, 300*time.Millisecond)
+
+	type result struct {
+		lease algorithms.Lease
+		err   error
+	}
+	got := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		l, err := b.Acquire(ctx)
+		got <- result{l, err}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case r := <-got:
+		t.Fatalf("B acquired while A holds: %+v %v", r.lease, r.err)
+	default:
+	}
+	if err := a.Release(context.Background(), la); err != nil {
+		t.Fatalf("A Release: %v", err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("B Acquire after A released: %v", r.err)
+	}
+	if err := b.Release(context.Background(), r.lease); err != nil {
+		t.Fatalf("B Release: %v", err)
+	}
+}
+
+// recorder is a PointFunc that records the points called and fails at one of them.
+type recorder struct {
+	mu     sync.Mutex
+	seen   []string
+	failAt string
+}
+
+var errBoom = errors.New("test: stopped at point")
+
+func (r *recorder) point(_ context.Context, name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen = append(r.seen, name)
+	if name == r.failAt {
+		return errBoom
+	}
+	return nil
+}
+
+func (r *recorder) names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.seen)
+}
+
+func pttl(t *testing.T, r *redis.Client, key string) time.Duration {
+	t.Helper()
+	d, err := r.PTTL(context.Background(), key).Result()
+	if err != nil {
+		t.Fatalf("PTTL %s: %v", key, err)
+	}
+	return d
+}
+
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+func TestMain(m *testing.M) {
+	redis.SetLogger(quietRedis{}) // go-redis logs every Sentinel discovery
+	os.Exit(m.Run())
+}
