@@ -49,8 +49,9 @@ type Spec struct {
 	Backend string
 	// Clients is how many clients will connect; with Proxies each gets its own proxy per node.
 	Clients int
-	// Proxies puts an embedded toxiproxy proxy on every client→node link (and on the replication
-	// link of redis-sentinel). Without it clients connect directly and link faults are refused.
+	// Proxies puts an embedded toxiproxy proxy on every client→node link. Without it clients
+	// connect directly and link faults are refused. (The replication link of redis-sentinel is
+	// always proxied: it carries no client traffic, and the failover fault needs it.)
 	Proxies bool
 	// Dir is where the per-run directory is made (default os.TempDir()).
 	Dir string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"syscall"
@@ -36,7 +37,7 @@ func Start(ctx context.Context, spec Spec) (Cluster, error) {
 		// A port chosen by freePort can be taken by another process before our server binds
 		// it; that is not the user's problem, so start again on fresh ports.
 		if !errors.Is(err, errAddrInUse) || attempt == 3 {
-			return nil, err
+			return nil, fmt.Errorf("start %s cluster: %w", spec.Topology, err)
 		}
 	}
 }
@@ -53,6 +54,8 @@ type local struct {
 	eps    []Endpoints // eps[c] for client c; eps[0] holds the direct addresses
 	// replMaster names the node the replica replicates from (redis-sentinel).
 	replMaster string
+
+	logMu sync.Mutex // Spec.Log need not be safe for concurrent writes
 
 	closeOnce sync.Once
 	closeErr  error
@@ -87,6 +90,9 @@ func startLocal(ctx context.Context, spec Spec) (_ *local, err error) {
 }
 
 func (c *local) add(n *node) {
+	if c.spec.Log != nil {
+		n.report = c.report
+	}
 	c.byName[n.Name] = n
 	if n.Kind == KindSentinel {
 		c.sents = append(c.sents, n)
@@ -227,7 +233,7 @@ func (c *local) Kill(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	n.kill()
+	n.kill(false)
 	return nil
 }
 
@@ -291,7 +297,7 @@ func (c *local) Close() error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				n.kill()
+				n.kill(true)
 			}()
 		}
 		wg.Wait()
@@ -300,6 +306,13 @@ func (c *local) Close() error {
 		c.closeErr = removeAll(c.dir)
 	})
 	return c.closeErr
+}
+
+// report writes to Spec.Log.
+func (c *local) report(s string) {
+	c.logMu.Lock()
+	defer c.logMu.Unlock()
+	_, _ = io.WriteString(c.spec.Log, s)
 }
 
 // removeAll retries briefly: a just-killed server's files may still be being closed.

@@ -32,6 +32,10 @@ type node struct {
 	// restarted says the running process came from Restart (guarded by mu; ready reads it to
 	// skip checks that only hold for a fresh cluster).
 	restarted bool
+	// closed is set by Close so that a Restart racing with it cannot leave a server behind.
+	closed bool
+	// report receives one line (and the log tail) when the server dies by itself; may be nil.
+	report func(string)
 }
 
 func newNode(runDir, name string, kind Kind, port int) *node {
@@ -52,18 +56,28 @@ func (n *node) launch(ctx context.Context, sp *spawner, restart bool) error {
 	if err != nil {
 		return fmt.Errorf("%s: write config: %w", n.Name, err)
 	}
-	p, err := spawn(sp, n.dir, n.logPath, argv)
+	if n.closed {
+		return fmt.Errorf("%s: %w", n.Name, errSpawnerClosed)
+	}
+	var onCrash func(error)
+	if n.report != nil {
+		onCrash = func(err error) {
+			n.report(fmt.Sprintf("lockchaos: %s (%s) exited by itself: %v\n%s\n", n.Name, n.Addr, err, logTail(n.logPath, 15)))
+		}
+	}
+	p, err := spawn(sp, n.dir, n.logPath, argv, onCrash)
 	if err != nil {
 		return fmt.Errorf("%s: %w", n.Name, err)
 	}
 	n.p = p
 	if err := n.waitReady(ctx); err != nil {
-		p.kill()
+		p.kill() // expected: no crash report, the error says it all
 		if logSays(n.logPath, "ddress already in use") {
 			err = fmt.Errorf("%w (%w)", err, errAddrInUse)
 		}
 		return withLog(fmt.Errorf("%s (%s) did not start: %w", n.Name, n.Addr, err), n.logPath)
 	}
+	p.quiet.Store(false)
 	return nil
 }
 
@@ -89,9 +103,10 @@ func (n *node) waitReady(ctx context.Context) error {
 	}
 }
 
-func (n *node) kill() {
+func (n *node) kill(closing bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.closed = n.closed || closing
 	if n.p != nil {
 		n.p.kill()
 	}

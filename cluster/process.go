@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -78,11 +79,15 @@ type proc struct {
 	log  *os.File
 	done chan struct{} // closed when the process has exited and been reaped
 	err  error         // Wait's result, valid after done
+	// quiet is true while a death is expected or already explained: during start-up (the start
+	// error carries the log) and once we kill it. Only a death while !quiet is reported.
+	quiet atomic.Bool
 }
 
 // spawn starts argv (never through a shell) in its own process group, with SIGKILL as its parent
 // death signal, appending stdout and stderr to logPath.
-func spawn(s *spawner, dir, logPath string, argv []string) (*proc, error) {
+// onCrash, if not nil, is called (from another goroutine) when the process exits by itself.
+func spawn(s *spawner, dir, logPath string, argv []string, onCrash func(error)) (*proc, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -99,9 +104,14 @@ func spawn(s *spawner, dir, logPath string, argv []string) (*proc, error) {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
 	p := &proc{cmd: cmd, log: f, done: make(chan struct{})}
+	p.quiet.Store(true)
 	go func() {
 		p.err = cmd.Wait()
 		f.Close()
+		// Report before done: once kill (and so Close) returns, nothing writes to Spec.Log.
+		if onCrash != nil && !p.quiet.Load() {
+			onCrash(p.err)
+		}
 		close(p.done)
 	}()
 	return p, nil
@@ -128,6 +138,7 @@ func (p *proc) signal(sig syscall.Signal) error {
 // kill SIGKILLs the process group and waits until the process is reaped. A stopped process dies
 // from SIGKILL too, so no SIGCONT is needed.
 func (p *proc) kill() {
+	p.quiet.Store(true)
 	if !p.exited() {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	}

@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -152,5 +155,46 @@ func TestRedisMulti(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the cluster's watcher goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestCrashIsReportedToSpecLog(t *testing.T) {
+	t.Parallel()
+	var log syncBuffer
+	c := startCluster(t, Spec{Topology: RedisMulti, Nodes: 2, Log: &log})
+	ctx := ctxT(t, 10*time.Second)
+	if err := c.Kill(ctx, "redis-1"); err != nil {
+		t.Fatal(err)
+	}
+	n := c.byName["redis-2"]
+	n.mu.Lock()
+	pid := n.p.cmd.Process.Pid
+	n.mu.Unlock()
+	_ = syscall.Kill(pid, syscall.SIGKILL) // behind the cluster's back: a crash
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if strings.Contains(log.String(), "redis-2") {
+			break
+		}
+	}
+	if s := log.String(); !strings.Contains(s, "redis-2") || !strings.Contains(s, "exited by itself") || strings.Contains(s, "redis-1") {
+		t.Errorf("Spec.Log = %q, want one report of redis-2's crash and none of the killed redis-1", s)
 	}
 }

@@ -42,3 +42,26 @@ func TestStartMissingBinary(t *testing.T) {
 		t.Errorf("a failed Start left %d entries in %s", len(ents), dir)
 	}
 }
+
+// Not parallel: it swaps a package variable. The redis servers start, the sentinels do not: the
+// failed Start must kill the servers it started and remove the run dir.
+func TestFailedStartLeavesNothing(t *testing.T) {
+	needServers(t, RedisSentinel)
+	old := redisSentinelBin
+	redisSentinelBin = "false"
+	defer func() { redisSentinelBin = old }()
+	dir := t.TempDir()
+	_, err := Start(context.Background(), Spec{Topology: RedisSentinel, Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), "sentinel-1") || !strings.Contains(err.Error(), "did not start") {
+		t.Fatalf("Start = %v, want sentinel-1 did not start", err)
+	}
+	if testing.Verbose() {
+		t.Log(err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("a failed Start left %d entries in %s", len(ents), dir)
+	}
+	if pids := procsMentioning(dir); len(pids) != 0 {
+		t.Errorf("a failed Start left processes: %v", pids)
+	}
+}
