@@ -1,0 +1,31 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+)
+
+// A port taken between freePort and the server's bind must be recognised, so Start can retry on
+// fresh ports instead of failing the run.
+func TestTakenPortIsRecognised(t *testing.T) {
+	t.Parallel()
+	needServers(t, RedisSingle)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	sp := newSpawner()
+	defer sp.stop()
+	n := newRedisNode(t.TempDir(), "redis-1", l.Addr().(*net.TCPAddr).Port, nil)
+	n.readyTimeout = 3 * time.Second
+	n.mu.Lock()
+	err = n.launch(context.Background(), sp, false)
+	n.mu.Unlock()
+	if !errors.Is(err, errAddrInUse) {
+		t.Fatalf("launch on a taken port = %v, want errAddrInUse", err)
+	}
+}
