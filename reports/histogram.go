@@ -59,7 +59,7 @@ func buildHistogram(m *runModel, p50, p99 float64) *histogramView {
 	for _, c := range counts {
 		peak = max(peak, c)
 	}
-	plotW, plotH := histW-histLeft-10, histH-histTop-histBottom
+	plotW, plotH := histW-histLeft-28, histH-histTop-histBottom // room on the right for the last axis label
 	x := func(logv float64) float64 { return histLeft + (logv-lo)/(hi-lo)*plotW }
 	for i, c := range counts {
 		if c == 0 {
@@ -76,7 +76,7 @@ func buildHistogram(m *runModel, p50, p99 float64) *histogramView {
 		hv.Labels = append(hv.Labels, svgText{X: x(e), Y: histH - histBottom + 14, Text: fmtDur(int64(math.Pow(10, e))), Class: "axis", Anchor: "middle"})
 	}
 	hv.Labels = append(hv.Labels,
-		svgText{X: histLeft - 6, Y: histTop + 4, Text: fmt.Sprint(peak), Class: "axis", Anchor: "end"},
+		svgText{X: histLeft - 6, Y: histTop + 8, Text: fmt.Sprint(peak), Class: "axis", Anchor: "end"},
 		svgText{X: histLeft - 6, Y: histTop + plotH, Text: "0", Class: "axis", Anchor: "end"},
 		svgText{X: histLeft + plotW/2, Y: histH - 4, Text: "acquire latency (log scale)", Class: "axis-title", Anchor: "middle"})
 	for _, p := range []struct {
@@ -92,12 +92,18 @@ func buildHistogram(m *runModel, p50, p99 float64) *histogramView {
 		}
 		xx := x(lv)
 		hv.Marks = append(hv.Marks, svgLine{X1: xx, Y1: histTop - 4, X2: xx, Y2: histTop + plotH, Class: "hist-mark"})
-		// p50 reads leftwards and p99 rightwards, so the two labels never overlap.
-		lx, anchor := xx-3, "end"
-		if p.name == "p99" {
-			lx, anchor = xx+3, "start"
+		// Each label goes on the side of its line with room for it; p99 sits one row lower so
+		// close percentiles never print over each other.
+		text := p.name + " " + fmtMs(p.ms)
+		w := float64(len(text)) * charW
+		lx, anchor, y := xx+3, "start", histTop-6
+		if xx+3+w > histW {
+			lx, anchor = xx-3, "end"
 		}
-		hv.MarkLabels = append(hv.MarkLabels, svgText{X: lx, Y: histTop - 6, Text: p.name + " " + fmtMs(p.ms), Class: "hist-mark-label", Anchor: anchor})
+		if p.name == "p99" {
+			y = histTop + 6
+		}
+		hv.MarkLabels = append(hv.MarkLabels, svgText{X: lx, Y: y, Text: text, Class: "hist-mark-label", Anchor: anchor})
 	}
 	return hv
 }

@@ -62,6 +62,7 @@ type reportPage struct {
 	AlsoClasses []string
 	Violation   *checker.Violation
 	ViolDesc    string
+	ViolOps     []string
 	Timelines   []*timelineView
 	Histogram   *histogramView
 	Numbers     []numberRow
@@ -124,6 +125,9 @@ func buildReportPage(h *history.History, m *runModel, r *checker.Result) *report
 			p.ViolDesc = tl.Violation.Desc
 		}
 	}
+	if r.FirstViolation != nil {
+		p.ViolOps = []string{describeRef(m, "A", r.FirstViolation.A), describeRef(m, "B", r.FirstViolation.B)}
+	}
 	p.Histogram = buildHistogram(m, r.AcquireLatencyMs.P50, r.AcquireLatencyMs.P99)
 	p.Numbers = numbers(r)
 	for _, f := range m.faults {
@@ -169,6 +173,11 @@ func buildTimelines(m *runModel, vs *violationSpan) []*timelineView {
 		title = "Around the first fault, operation by operation"
 	}
 	from, to := detailWindow(m, f0, f1)
+	if !aggregate && float64(to-from) >= 0.8*float64(m.end) {
+		// The detail would repeat the overview: mark the violation there instead.
+		over = buildTimeline(m, vs, "overview", overviewTitle, 0, max(m.end, 1), false, vs != nil)
+		return []*timelineView{over}
+	}
 	detail := buildTimeline(m, vs, "detail", title, from, to, false, vs != nil)
 	return []*timelineView{detail, over}
 }
@@ -210,6 +219,23 @@ func detailWindow(m *runModel, f0, f1 int64) (int64, int64) {
 		to = from + int64(time.Millisecond)
 	}
 	return from, to
+}
+
+// describeRef names one operation of the violation, from the history when it has it (the
+// checker's OpRef may carry only the id).
+func describeRef(m *runModel, name string, ref checker.OpRef) string {
+	o := m.byOp[ref.ID]
+	if o == nil {
+		return fmt.Sprintf("%s: client %d %s #%d at %s", name, ref.Client, ref.Op, ref.ID, fmtMs(ref.CallMs))
+	}
+	s := fmt.Sprintf("%s: client %d %s #%d, %s → %s (%s)", name, o.Client, o.Op, o.ID, fmtDur(o.Call), fmtDur(m.clip(o.Return)), o.Status)
+	if o.Acq != 0 {
+		s += fmt.Sprintf(", under acquire #%d", o.Acq)
+	}
+	if o.Fence != 0 {
+		s += fmt.Sprintf(", fence %d", o.Fence)
+	}
+	return s
 }
 
 func numbers(r *checker.Result) []numberRow {

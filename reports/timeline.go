@@ -403,10 +403,12 @@ func faultShapes(m *runModel, sc scale) (bands []faultBand, labels []svgText, ro
 			text = string([]rune(text)[:39]) + "…"
 		}
 		w := float64(len([]rune(text)))*charW + 6
+		// A label near the right edge is pulled left so it is not cut off.
+		lx := min(x0, tlWidth-w)
 		for r := 0; r < maxLabRows; r++ {
-			if x0 >= rowEnd[r] {
-				rowEnd[r] = x0 + w
-				labels = append(labels, svgText{X: x0 + 2, Y: float64(r), Text: text, Class: "fault-label", Anchor: "start"})
+			if lx >= rowEnd[r] {
+				rowEnd[r] = lx + w
+				labels = append(labels, svgText{X: lx + 2, Y: float64(r), Text: text, Class: "fault-label", Anchor: "start"})
 				rows = max(rows, r+1)
 				break
 			}

@@ -23,11 +23,12 @@ func TestTimelineSmallUnsafe(t *testing.T) {
 		t.Errorf("client 1's window ends at %s, want its late write's return (1.301 s)", fmtDur(vs.a.end))
 	}
 	tls := buildTimelines(m, vs)
-	if len(tls) != 2 {
-		t.Fatalf("got %d timelines, want detail + overview", len(tls))
+	// The violation spans most of this short run, so the overview alone shows it, marker and all.
+	if len(tls) != 1 {
+		t.Fatalf("got %d timelines, want just the overview", len(tls))
 	}
-	detail, over := tls[0], tls[1]
-	if over.Aggregated || detail.Aggregated {
+	detail, over := tls[0], tls[0]
+	if over.Aggregated {
 		t.Errorf("a 40-operation run must not be aggregated")
 	}
 	markers := 0
@@ -37,7 +38,7 @@ func TestTimelineSmallUnsafe(t *testing.T) {
 		}
 	}
 	if markers != 1 || detail.Violation == nil || !detail.Violation.Marker {
-		t.Fatalf("want exactly one marker, on the detail view; got %d", markers)
+		t.Fatalf("want exactly one marker; got %d", markers)
 	}
 	vv := detail.Violation
 	if len(vv.Outlines) != 2 || vv.Overlap == nil {
