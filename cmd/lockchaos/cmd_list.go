@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/harness"
+	"github.com/lockchaos/lockchaos/reports"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+type listing struct {
+	Algorithms []listedAlgorithm    `json:"algorithms"`
+	Scenarios  []scenarios.Scenario `json:"scenarios"`
+	Topologies []string             `json:"topologies"`
+	Faults     []string             `json:"faults"`
+	Points     map[string][]string  `json:"harness_points"`
+}
+
+type listedAlgorithm struct {
+	Name       string   `json:"name"`
+	Summary    string   `json:"summary"`
+	Source     string   `json:"source"`
+	Topologies []string `json:"topologies"`
+	Points     []string `json:"points"`
+	Fenced     bool     `json:"fenced"`
+}
+
+func cmdList(args []string, stdout io.Writer) (int, error) {
+	var c common
+	fs := newFlags("list", &c)
+	if err := parse(fs, args); err != nil {
+		return 0, err
+	}
+	l := listing{Scenarios: scenarios.All(), Topologies: cluster.Topologies, Faults: faults.KindNames(),
+		Points: map[string][]string{"critical section": harness.Points}}
+	for _, a := range algorithms.All() {
+		l.Algorithms = append(l.Algorithms, listedAlgorithm{a.Name, a.Summary, a.Source, a.Topologies, a.Points, a.Fenced})
+	}
+	if c.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return exitValid, enc.Encode(l)
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "ALGORITHM\tTOPOLOGIES\tNAMED POINTS\tSUMMARY")
+	for _, a := range l.Algorithms {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Name, strings.Join(a.Topologies, ","), strings.Join(a.Points, ","), a.Summary)
+	}
+	fmt.Fprintf(tw, "(harness)\t\t%s\tthe critical section's points, for every algorithm\n", strings.Join(harness.Points, ","))
+	tw.Flush()
+	fmt.Fprintln(stdout)
+	tw = tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tREPRODUCES\tSUMMARY")
+	for _, s := range l.Scenarios {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, orDash(s.Reproduces), s.Summary)
+	}
+	tw.Flush()
+	fmt.Fprintf(stdout, "\ntopologies: %s\nfaults: %s\n", strings.Join(l.Topologies, ", "), strings.Join(l.Faults, ", "))
+	return exitValid, nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func joinNames() string { return strings.Join(algorithms.Names(), ", ") }
+
+func lookupAlgorithm(name string) (algorithms.Info, error) {
+	info, err := algorithms.Lookup(name)
+	if err != nil {
+		return info, usagef("%v", err)
+	}
+	return info, nil
+}
+
+func cmdDoctor(args []string, stdout io.Writer) (int, error) {
+	var c common
+	fs := newFlags("doctor", &c)
+	if err := parse(fs, args); err != nil {
+		return 0, err
+	}
+	code := exitValid
+	for _, backend := range []string{cluster.Local, cluster.Docker} {
+		fmt.Fprintf(stdout, "backend %s:\n", backend)
+		for _, r := range cluster.Requirements(backend) {
+			mark := "ok     "
+			if !r.OK {
+				mark = "MISSING"
+				if backend == cluster.Local {
+					code = exitInvalid
+				}
+			}
+			fmt.Fprintf(stdout, "  %s %-22s %s\n", mark, r.Name, r.Detail)
+			if !r.OK && r.Fix != "" {
+				fmt.Fprintf(stdout, "          fix: %s\n", r.Fix)
+			}
+		}
+	}
+	fmt.Fprintln(stdout, "backend external: needs only the addresses of running servers (--addrs)")
+	return code, nil
+}
+
+func cmdServe(ctx context.Context, args []string, stdout io.Writer) (int, error) {
+	var c common
+	var addr string
+	fs := newFlags("serve", &c)
+	fs.StringVar(&addr, "addr", "127.0.0.1:8080", "loopback address to listen on")
+	if err := parse(fs, args); err != nil {
+		return 0, err
+	}
+	dir := c.out
+	if fs.NArg() == 1 {
+		dir = fs.Arg(0)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return 0, usagef("serve: %s is not a report directory (run lockchaos matrix first)", dir)
+	}
+	ln, err := reports.Listen(addr)
+	if err != nil {
+		return 0, usagef("serve: %v", err)
+	}
+	fmt.Fprintf(stdout, "serving %s on http://%s/ (Ctrl-C stops)\n", dir, ln.Addr().(*net.TCPAddr))
+	return exitValid, reports.ServeListener(ctx, dir, ln)
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/harness"
+	"github.com/lockchaos/lockchaos/internal/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	var c common
+	var alg, scen, expect string
+	fs := newFlags("run", &c)
+	fs.StringVar(&alg, "algorithm", "", "algorithm to run (lockchaos list)")
+	fs.StringVar(&scen, "scenario", "baseline", "scenario to run (lockchaos list)")
+	fs.StringVar(&expect, "expect", "", "exit 0 when the verdict matches: safe, unsafe, unsafe-service, unsafe-client, stuck, unknown")
+	if err := parse(fs, args); err != nil {
+		return 0, err
+	}
+	if err := c.validate(); err != nil {
+		return 0, err
+	}
+	if alg == "" {
+		return 0, usagef("run needs --algorithm (one of: %s)", joinNames())
+	}
+	switch expect {
+	case "", "safe", "unsafe", "unsafe-service", "unsafe-client", "stuck", "unknown":
+	default:
+		return 0, usagef("--expect %q: want safe, unsafe, unsafe-service, unsafe-client, stuck or unknown", expect)
+	}
+	s, err := lookupScenario(scen, c.scenarioFile)
+	if err != nil {
+		return 0, err
+	}
+	cell, err := s.Cell(alg)
+	if err != nil {
+		return 0, usagef("%v", err)
+	}
+	if _, err := lookupAlgorithm(alg); err != nil {
+		return 0, err
+	}
+	if cell.NA != "" {
+		return 0, usagef("scenario %s does not apply to %s: %s", scen, alg, cell.NA)
+	}
+	if expect != "" {
+		cell.Expected = expect
+	}
+	o := c.options()
+	if !c.quiet && !c.json {
+		fmt.Fprintf(stderr, "lockchaos: %s × %s on %s, seed %d\n", alg, scen, c.backend, c.seed)
+	}
+	rc, _, err := runner.RunCell(ctx, cell, o, 0)
+	if err != nil && rc.Result == nil {
+		return 0, err
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "lockchaos: the run ended early: %v (its history was checked)\n", err)
+	}
+	r := rc.Result
+	dir := runner.Dir(o.Out, cell, 0)
+	if c.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return 0, err
+		}
+	} else {
+		fmt.Fprintln(stdout, verdictLine(r, filepath.Join(dir, "report.html")))
+	}
+	if err != nil {
+		return exitHarness, nil
+	}
+	if expect != "" {
+		if checker.Matches(r, expect) {
+			return exitValid, nil
+		}
+		return exitInvalid, nil
+	}
+	return verdictCode(r.Verdict), nil
+}
+
+// verdictLine is the one-line summary of a run.
+func verdictLine(r *checker.Result, report string) string {
+	line := fmt.Sprintf("%s × %s: %s", r.Algorithm, r.Scenario, r.Verdict)
+	if r.ViolationClass != nil {
+		line += fmt.Sprintf(" (%s class)", *r.ViolationClass)
+	}
+	if r.TTDMs != nil {
+		line += fmt.Sprintf(", first violation at %.0f ms", *r.TTDMs)
+	}
+	line += fmt.Sprintf("; %d acquires, %d exclusion violations, %d lost updates, seed %d — %s",
+		r.AcquiresOk, r.ExclusionViolations, r.LostUpdates, r.Seed, report)
+	if r.Expected != nil && r.Matches != nil {
+		if *r.Matches {
+			line += " [as expected]"
+		} else {
+			line += fmt.Sprintf(" [expected %s]", *r.Expected)
+		}
+	}
+	return line
+}
+
+func verdictCode(v checker.Verdict) int {
+	switch v {
+	case checker.Safe:
+		return exitValid
+	case checker.Unknown:
+		return exitUnknown
+	default:
+		return exitInvalid
+	}
+}
+
+func cmdCheck(args []string, stdout io.Writer) (int, error) {
+	var c common
+	fs := newFlags("check", &c)
+	if err := parse(fs, args); err != nil {
+		return 0, err
+	}
+	if fs.NArg() != 1 {
+		return 0, usagef("check needs one run directory (e.g. lockchaos check reports/client-pause/token)")
+	}
+	dir := fs.Arg(0)
+	if _, err := os.Stat(filepath.Join(dir, harness.HistoryFile)); err != nil {
+		return 0, usagef("no %s in %s: give the directory of a run", harness.HistoryFile, dir)
+	}
+	out, err := runner.Check(dir, 0)
+	if err != nil {
+		return 0, err
+	}
+	r := &out.Result
+	for _, w := range r.Warnings {
+		fmt.Fprintf(os.Stderr, "lockchaos: warning: %s\n", w)
+	}
+	if c.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return verdictCode(r.Verdict), enc.Encode(r)
+	}
+	fmt.Fprintln(stdout, verdictLine(r, filepath.Join(dir, "report.html")))
+	return verdictCode(r.Verdict), nil
+}
+
+func lookupScenario(name, file string) (scenarios.Scenario, error) {
+	if file != "" {
+		extra, err := scenarios.LoadFile(file)
+		if err != nil {
+			return scenarios.Scenario{}, usagef("%v", err)
+		}
+		for _, s := range extra {
+			if s.Name == name {
+				return s, nil
+			}
+		}
+	}
+	s, err := scenarios.Lookup(name)
+	if err != nil {
+		return s, usagef("%v", err)
+	}
+	return s, nil
+}

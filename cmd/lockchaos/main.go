@@ -1,0 +1,96 @@
+// Command lockchaos runs distributed lock algorithms against real servers under faults and checks
+// that they keep mutual exclusion. See `lockchaos help`.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes, as Jepsen's (DESIGN.md §8).
+const (
+	exitValid   = 0
+	exitInvalid = 1
+	exitUnknown = 2
+	exitUsage   = 254
+	exitHarness = 255
+)
+
+// version is set at build time (-ldflags "-X main.version=...").
+var version = "dev"
+
+const usage = `lockchaos — correctness and chaos tests for distributed locks
+
+usage:
+  lockchaos list [--json]                              algorithms, scenarios, topologies, faults
+  lockchaos run --algorithm A --scenario S [flags]     one run; exit by verdict (or by --expect)
+  lockchaos matrix [--algorithms a,b] [--scenarios x,y] [--runs R] [--shard i/n] [flags]
+  lockchaos check DIR                                  re-check a saved run from its history
+  lockchaos doctor                                     which backends work here, how to fix the rest
+  lockchaos serve DIR [--addr 127.0.0.1:8080]          serve reports on loopback
+
+common flags: --duration 2s --clients 5 --ttl 500ms --seed N --backend local --out reports --quiet --json
+exit codes: 0 valid/as expected, 1 invalid/not as expected, 2 unknown, 254 bad usage, 255 harness error
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// usageError is bad input: exit 254 with one line naming the problem and the fix.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	var (
+		code int
+		err  error
+	)
+	switch args[0] {
+	case "list":
+		code, err = cmdList(args[1:], stdout)
+	case "run":
+		code, err = cmdRun(ctx, args[1:], stdout, stderr)
+	case "matrix":
+		code, err = cmdMatrix(ctx, args[1:], stdout, stderr)
+	case "check":
+		code, err = cmdCheck(args[1:], stdout)
+	case "doctor":
+		code, err = cmdDoctor(args[1:], stdout)
+	case "serve":
+		code, err = cmdServe(ctx, args[1:], stdout)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitValid
+	default:
+		err = usagef("unknown command %q (commands: list, run, matrix, check, doctor, serve; see lockchaos help)", args[0])
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "lockchaos: %v\n", err)
+		if isUsage(err) {
+			return exitUsage
+		}
+		return exitHarness
+	}
+	return code
+}
+
+func isUsage(err error) bool {
+	var u *usageError
+	return errors.As(err, &u) || badInput(err)
+}

@@ -1,0 +1,114 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Client faults act on the harness's clients. A paused or crashed process is silent to the outside:
+// so besides holding the client at its point, the fault black-holes all of the client's links, and
+// a ZooKeeper session's heartbeats stop as they would for a stopped JVM.
+
+type clientPause struct{}
+type clientCrash struct{}
+type clockSkew struct{}
+type slowRelease struct{}
+
+func init() {
+	register(clientPause{})
+	register(clientCrash{})
+	register(clockSkew{})
+	register(slowRelease{})
+}
+
+func (clientPause) Name() string    { return "client-pause" }
+func (clientPause) Blocks() bool    { return true }
+func (clientPause) needsPoint()     {}
+func (clientPause) targetsClients() {}
+func (clientPause) validate(s Spec) error {
+	if s.For <= 0 {
+		return errors.New("fault client-pause: for must be > 0 (e.g. for: 1.2s, more than the TTL)")
+	}
+	return nil
+}
+
+func (clientPause) Describe(t Target) string { return fmt.Sprintf("paused %s at %s", t.For, t.Point) }
+
+// Inject black-holes the paused client's links; the nemesis holds the client at its point.
+func (clientPause) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
+	return silence(ctx, env, t)
+}
+
+func (clientCrash) Name() string    { return "client-crash" }
+func (clientCrash) Blocks() bool    { return true }
+func (clientCrash) Forever() bool   { return true }
+func (clientCrash) needsPoint()     {}
+func (clientCrash) targetsClients() {}
+
+func (clientCrash) Describe(t Target) string { return "crashed at " + t.Point }
+
+// Inject silences the client for good: its requests never arrive and its sessions expire, as the
+// server sees a dead process.
+func (clientCrash) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
+	return silence(ctx, env, t)
+}
+
+func silence(ctx context.Context, env Env, t Target) (Heal, error) {
+	t.Nodes = nil // every link of the client
+	heal, err := addToxic(ctx, env, t, "timeout", `{"timeout":0}`, "both")
+	if err != nil {
+		return nil, fmt.Errorf("silence the client's links: %w", err)
+	}
+	return heal, nil
+}
+
+func (clockSkew) Name() string    { return "clock-skew" }
+func (clockSkew) targetsClients() {}
+
+func (clockSkew) Describe(t Target) string { return fmt.Sprintf("clock offset %s", t.Amount) }
+
+func (clockSkew) validate(s Spec) error {
+	if s.Amount == 0 {
+		return errors.New("fault clock-skew: amount must be set (e.g. amount: 2s ahead, -2s behind)")
+	}
+	return nil
+}
+
+// Inject moves the clients' clocks by Amount; the heal puts them back.
+func (clockSkew) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
+	if len(t.Clients) == 0 {
+		return nil, errors.New("clock-skew needs clients (e.g. clients: 2)")
+	}
+	for _, c := range t.Clients {
+		env.SetClock(c, t.Amount.D(), 1)
+	}
+	return func(context.Context) error {
+		for _, c := range t.Clients {
+			env.SetClock(c, 0, 1)
+		}
+		return nil
+	}, nil
+}
+
+func (slowRelease) Name() string    { return "slow-release" }
+func (slowRelease) needsPoint()     {}
+func (slowRelease) targetsClients() {}
+
+func (slowRelease) Describe(t Target) string {
+	return fmt.Sprintf("latency %s on the releasing client's links", t.Amount)
+}
+
+func (slowRelease) validate(s Spec) error {
+	if s.Amount <= 0 {
+		return errors.New("fault slow-release: amount must be > 0 (the delay, more than the TTL)")
+	}
+	return nil
+}
+
+// Inject delays every reply to the releasing client by Amount, from the point on.
+func (slowRelease) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
+	t.Nodes = nil
+	attrs := fmt.Sprintf(`{"latency":%d,"jitter":0}`, t.Amount.D().Milliseconds())
+	return addToxic(ctx, env, t, "latency", attrs, "upstream")
+}

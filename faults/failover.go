@@ -1,0 +1,41 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+)
+
+// failover reproduces the Redis master/replica failure of the seed articles and the Redis distlock
+// page: replication is cut before clients start (so every lock write lands on the master only), and
+// when the fault fires the master is killed, so Sentinel promotes a replica that never saw the lock.
+//
+//	clients ──▶ master ─ ✂ ─▶ replica          (armed at start)
+//	clients ──▶ ✗ master      replica ★ master  (fired: kill; Sentinel promotes)
+type failover struct{}
+
+func init() { register(failover{}) }
+
+func (failover) Name() string { return "failover" }
+
+func (failover) Describe(Target) string {
+	return "replication cut since start; master killed; Sentinel promotes the replica"
+}
+
+// Arm cuts the replication link for the whole run (healed by HealAll).
+func (failover) Arm(ctx context.Context, env Env, s Spec) (Heal, error) {
+	t := Target{Spec: s, Nodes: []string{"replication"}}
+	heal, err := addToxic(ctx, env, t, "timeout", `{"timeout":0}`, "both")
+	if err != nil {
+		return nil, fmt.Errorf("cut replication: %w", err)
+	}
+	return heal, nil
+}
+
+// Inject kills the current master for good.
+func (failover) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
+	m, err := env.Cluster().Master(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("find master: %w", err)
+	}
+	return nil, env.Cluster().Kill(ctx, m)
+}

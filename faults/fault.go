@@ -1,0 +1,84 @@
+package faults
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/lockchaos/lockchaos/cluster"
+)
+
+// Env is what faults act on: the cluster and the harness's clients.
+type Env interface {
+	Cluster() cluster.Cluster
+	// Clients is the number of clients (numbered from 1).
+	Clients() int
+	// TTL is the run's lock TTL.
+	TTL() time.Duration
+	// SetClock offsets client c's clock by offset and makes it run at rate (1 = real speed).
+	SetClock(c int, offset time.Duration, rate float64)
+}
+
+// Target is one occurrence of a fault: the spec, resolved against the run at the moment it fires.
+type Target struct {
+	Spec
+	// Trigger is the client whose point fired the fault (0 for timed faults).
+	Trigger int
+	// Clients and Nodes are the resolved selections.
+	Clients []int
+	Nodes   []string
+}
+
+// Heal undoes a fault. It must be safe to call once after Inject succeeded.
+type Heal func(ctx context.Context) error
+
+// Kind is one fault kind. Kinds are registered in init, one file each.
+type Kind interface {
+	// Name is the kind's name in specs and histories.
+	Name() string
+	// Inject applies one occurrence. It returns how to heal it, or nil for faults that need no
+	// healing (a kill) or heal themselves.
+	Inject(ctx context.Context, env Env, t Target) (Heal, error)
+}
+
+// Blocker is a Kind that stops the triggering client at its point: the nemesis holds the client
+// there for the fault's duration (forever for Forever kinds), then heals.
+type Blocker interface {
+	Blocks() bool
+}
+
+// Forever is a Blocker that never lets the client go (a crash).
+type Forever interface {
+	Forever() bool
+}
+
+// Armer is a Kind that must prepare the cluster when the run starts, before any client runs (the
+// failover fault cuts replication so the lock write lands on the master only).
+type Armer interface {
+	Arm(ctx context.Context, env Env, s Spec) (Heal, error)
+}
+
+// Describer adds a human-readable detail to the history line of a fault occurrence.
+type Describer interface {
+	Describe(t Target) string
+}
+
+// pointOnly marks kinds that only make sense at a named point.
+type pointOnly interface{ needsPoint() }
+
+// validator checks kind-specific fields.
+type validator interface{ validate(Spec) error }
+
+var kinds = map[string]Kind{}
+
+func register(k Kind) { kinds[k.Name()] = k }
+
+// KindNames lists the fault kinds, sorted.
+func KindNames() []string {
+	names := make([]string, 0, len(kinds))
+	for n := range kinds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,302 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// ErrCrashed is returned at a named point to a client that a client-crash fault stopped for good.
+var ErrCrashed = errors.New("lockchaos: client crashed by fault")
+
+// Options configure a Nemesis.
+type Options struct {
+	// Seed drives every random choice, so the same seed gives the same schedule.
+	Seed int64
+	// Record receives the fault lines of the history (start and end of each occurrence).
+	Record func(history.Event)
+	// Now is the run's monotonic clock, in ns since the run's start.
+	Now func() int64
+	// Duration is the fault phase's length, for planning timed faults.
+	Duration time.Duration
+}
+
+// Nemesis fires a scenario's faults: timed ones on their schedule, event-triggered ones when a client
+// reaches their point. Every occurrence is recorded; every lasting fault is healed by its duration
+// or by HealAll.
+type Nemesis struct {
+	env   Env
+	opt   Options
+	rules []*rule
+	plan  []Planned
+
+	nextID  atomic.Int64
+	mu      sync.Mutex
+	healing map[int64]Heal // lasting faults not yet healed, by occurrence id
+	stopped bool
+	wg      sync.WaitGroup
+	cancel  context.CancelFunc
+}
+
+type rule struct {
+	spec  Spec
+	kind  Kind
+	mu    sync.Mutex
+	seen  int
+	fired int
+}
+
+// Planned is one timed occurrence, decided before the run from the seed.
+type Planned struct {
+	At    time.Duration
+	Rule  int    // index of the spec
+	Kind  string // the spec's kind
+	Pick  uint64 // the random draw used by "random" selectors
+	Extra time.Duration
+}
+
+// New validates specs and plans the timed faults.
+func New(env Env, specs []Spec, opt Options) (*Nemesis, error) {
+	n := &Nemesis{env: env, opt: opt, healing: map[int64]Heal{}}
+	for i, s := range specs {
+		if err := s.Validate(); err != nil {
+			return nil, fmt.Errorf("fault %d: %w", i+1, err)
+		}
+		n.rules = append(n.rules, &rule{spec: s, kind: kinds[s.Kind]})
+	}
+	n.plan = Plan(specs, opt.Seed, opt.Duration)
+	return n, nil
+}
+
+// Plan computes the timed occurrences of specs over a run of the given duration. It is a pure
+// function of its arguments: the same seed gives the same schedule.
+func Plan(specs []Spec, seed int64, d time.Duration) []Planned {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x6c6f636b6368616f))
+	var out []Planned
+	for i, s := range specs {
+		if s.Point != "" {
+			continue
+		}
+		for k, at := 0, s.At.D(); s.times() < 0 || k < s.times(); k, at = k+1, at+s.Every.D() {
+			if at > d || (k > 0 && s.Every == 0) {
+				break
+			}
+			p := Planned{At: at, Rule: i, Kind: s.Kind, Pick: rng.Uint64()}
+			if s.Jitter > 0 {
+				p.Extra = time.Duration(rng.Int64N(int64(s.Jitter)))
+			}
+			out = append(out, p)
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].At < out[b].At })
+	return out
+}
+
+// Schedule returns the planned timed occurrences.
+func (n *Nemesis) Schedule() []Planned { return n.plan }
+
+// Start arms the faults that need it and starts the timed schedule. Call it before clients run.
+func (n *Nemesis) Start(ctx context.Context) error {
+	ctx, n.cancel = context.WithCancel(ctx)
+	for _, r := range n.rules {
+		a, ok := r.kind.(Armer)
+		if !ok {
+			continue
+		}
+		id := n.nextID.Add(1)
+		heal, err := a.Arm(ctx, n.env, r.spec)
+		n.record(history.Event{Phase: history.PhaseStart, Fault: id, Name: r.spec.Kind + ":arm",
+			Target: r.spec.Nodes, Detail: "prepared before clients start", Error: errString(err)})
+		if err != nil {
+			n.record(history.Event{Phase: history.PhaseEnd, Fault: id, Error: errString(err)})
+			return fmt.Errorf("arm %s: %w", r.spec.Kind, err)
+		}
+		n.keep(id, heal)
+	}
+	start := time.Now()
+	for _, p := range n.plan {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			t := time.NewTimer(time.Until(start.Add(p.At)))
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			n.fire(ctx, n.rules[p.Rule], 0, p.Pick, p.Extra)
+		}()
+	}
+	return nil
+}
+
+// Point is the clients' named-point hook: it fires the faults triggered by client c reaching point
+// name, and holds the client there while a blocking fault lasts. It returns ErrCrashed to a crashed
+// client once ctx ends, and ctx's error if ctx ends during a pause.
+func (n *Nemesis) Point(ctx context.Context, c int, name string) error {
+	for _, r := range n.rules {
+		if r.spec.Point != name || (r.spec.Client != 0 && r.spec.Client != c) {
+			continue
+		}
+		r.mu.Lock()
+		r.seen++
+		fire := r.seen > r.spec.Skip && (r.spec.times() < 0 || r.fired < r.spec.times())
+		if fire {
+			r.fired++
+		}
+		r.mu.Unlock()
+		if !fire {
+			continue
+		}
+		if err := n.fire(ctx, r, c, 0, 0); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// fire injects one occurrence. For a blocking kind it holds the caller (the triggering client).
+func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, extra time.Duration) error {
+	n.mu.Lock()
+	stopped := n.stopped
+	n.mu.Unlock()
+	if stopped {
+		return nil
+	}
+	t, err := resolve(ctx, n.env, r.spec, trigger, pick)
+	id := n.nextID.Add(1)
+	detail := ""
+	if d, ok := r.kind.(Describer); ok && err == nil {
+		detail = d.Describe(t)
+	}
+	var heal Heal
+	if err == nil {
+		heal, err = r.kind.Inject(ctx, n.env, t)
+	}
+	n.record(history.Event{Phase: history.PhaseStart, Fault: id, Name: r.spec.Kind,
+		Target: describeTarget(t), Point: r.spec.Point, Detail: detail, Error: errString(err)})
+	if err != nil {
+		n.record(history.Event{Phase: history.PhaseEnd, Fault: id, Error: errString(err)})
+		return nil // a failed fault is recorded, and the run goes on
+	}
+	lasting := r.spec.For.D() + extra
+	if b, ok := r.kind.(Blocker); ok && b.Blocks() {
+		if f, ok := r.kind.(Forever); ok && f.Forever() {
+			n.keep(id, heal)
+			<-ctx.Done()
+			return ErrCrashed
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(lasting):
+		}
+		n.end(id, heal)
+		return ctx.Err()
+	}
+	switch {
+	case heal == nil:
+		n.record(history.Event{Phase: history.PhaseEnd, Fault: id})
+	case lasting > 0:
+		n.keep(id, heal)
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			select {
+			case <-ctx.Done(): // HealAll takes over
+			case <-time.After(lasting):
+				n.end(id, nil)
+			}
+		}()
+	default:
+		n.keep(id, heal) // lasts until HealAll
+	}
+	return nil
+}
+
+func (n *Nemesis) keep(id int64, heal Heal) {
+	if heal == nil {
+		heal = func(context.Context) error { return nil }
+	}
+	n.mu.Lock()
+	n.healing[id] = heal
+	n.mu.Unlock()
+}
+
+// end heals occurrence id (given heal, or the kept one) and records its end, once.
+func (n *Nemesis) end(id int64, heal Heal) {
+	n.mu.Lock()
+	if kept, ok := n.healing[id]; ok {
+		heal = kept
+		delete(n.healing, id)
+	}
+	n.mu.Unlock()
+	var err error
+	if heal != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = heal(ctx)
+		cancel()
+	}
+	n.record(history.Event{Phase: history.PhaseEnd, Fault: id, Error: errString(err)})
+}
+
+// HealAll stops the schedule, heals every fault still in force and records their ends. Clients
+// held by a blocking fault are released when their own context ends.
+func (n *Nemesis) HealAll() {
+	n.mu.Lock()
+	n.stopped = true
+	ids := make([]int64, 0, len(n.healing))
+	for id := range n.healing {
+		ids = append(ids, id)
+	}
+	n.mu.Unlock()
+	if n.cancel != nil {
+		n.cancel()
+	}
+	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	for _, id := range ids {
+		n.end(id, nil)
+	}
+	n.wg.Wait()
+}
+
+func (n *Nemesis) record(e history.Event) {
+	e.Type = history.TypeFault
+	if n.opt.Now != nil {
+		e.AtNs = n.opt.Now()
+	}
+	if n.opt.Record != nil {
+		n.opt.Record(e)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func describeTarget(t Target) string {
+	var parts []string
+	if len(t.Clients) > 0 {
+		cs := make([]string, len(t.Clients))
+		for i, c := range t.Clients {
+			cs[i] = "client-" + strconv.Itoa(c)
+		}
+		parts = append(parts, strings.Join(cs, ","))
+	}
+	if len(t.Nodes) > 0 {
+		parts = append(parts, strings.Join(t.Nodes, ","))
+	}
+	return strings.Join(parts, " → ")
+}

@@ -1,0 +1,163 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+)
+
+// The network faults act on the embedded toxiproxy proxies in front of every link:
+//
+//	client c ──▶ proxy(c, node) ──▶ node        replica ──▶ proxy(replication) ──▶ master
+//
+// latency adds delay, partition black-holes the link (toxiproxy's timeout toxic with timeout 0:
+// bytes vanish and connections hang, as behind a dead switch), refuse disables the proxy
+// (connection refused: fail fast).
+
+type latency struct{}
+type partition struct{ oneway bool }
+type refuse struct{}
+
+func init() {
+	register(latency{})
+	register(partition{})
+	register(partition{oneway: true})
+	register(refuse{})
+}
+
+func (latency) Name() string { return "latency" }
+
+func (latency) Describe(t Target) string {
+	return fmt.Sprintf("latency %s ± %s", t.Amount, t.Jitter)
+}
+
+func (latency) validate(s Spec) error {
+	if s.Amount <= 0 {
+		return errors.New("fault latency: amount must be > 0 (e.g. amount: 300ms)")
+	}
+	return nil
+}
+
+func (latency) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
+	attrs := fmt.Sprintf(`{"latency":%d,"jitter":%d}`, t.Amount.D().Milliseconds(), t.Jitter.D().Milliseconds())
+	stream := t.Stream
+	if stream == "" {
+		stream = "downstream" // one delay per request/response round trip
+	}
+	return addToxic(ctx, env, t, "latency", attrs, stream)
+}
+
+func (p partition) Name() string {
+	if p.oneway {
+		return "partition-oneway"
+	}
+	return "partition"
+}
+
+func (p partition) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
+	stream := t.Stream
+	if p.oneway && (stream == "" || stream == "both") {
+		stream = "upstream"
+	}
+	return addToxic(ctx, env, t, "timeout", `{"timeout":0}`, stream)
+}
+
+func (refuse) Name() string { return "refuse" }
+
+func (refuse) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
+	links, err := links(env, t)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range links {
+		l.Stop()
+	}
+	return func(context.Context) error {
+		var errs []error
+		for _, l := range links {
+			if err := l.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
+				errs = append(errs, fmt.Errorf("re-enable %s: %w", l.Name, err))
+			}
+		}
+		return errors.Join(errs...)
+	}, nil
+}
+
+// links resolves the proxies a network fault acts on: every (client, node) pair of the target, or
+// the replication link. With no clients selected, all clients' links to the nodes.
+func links(env Env, t Target) ([]*toxiproxy.Proxy, error) {
+	c := env.Cluster()
+	if len(t.Nodes) == 1 && t.Nodes[0] == "replication" {
+		l, err := c.ReplicationLink()
+		if err != nil {
+			return nil, err
+		}
+		return []*toxiproxy.Proxy{l}, nil
+	}
+	nodes := t.Nodes
+	if len(nodes) == 0 {
+		for _, n := range c.Nodes() {
+			nodes = append(nodes, n.Name) // a client's every link, sentinels included
+		}
+	}
+	clients := t.Clients
+	if len(clients) == 0 {
+		for i := 1; i <= env.Clients(); i++ {
+			clients = append(clients, i)
+		}
+	}
+	var out []*toxiproxy.Proxy
+	for _, cl := range clients {
+		for _, n := range nodes {
+			l, err := c.Link(cl, n)
+			if err != nil {
+				return nil, fmt.Errorf("link client-%d → %s: %w", cl, n, err)
+			}
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// addToxic adds one toxic to every link of the target, on the chosen streams, and returns the heal
+// that removes them. If adding fails half-way, what was added is removed again.
+func addToxic(ctx context.Context, env Env, t Target, typ, attrs, stream string) (Heal, error) {
+	ls, err := links(env, t)
+	if err != nil {
+		return nil, err
+	}
+	streams := []string{"upstream", "downstream"}
+	if stream != "" && stream != "both" {
+		streams = []string{stream}
+	}
+	type added struct {
+		l    *toxiproxy.Proxy
+		name string
+	}
+	var done []added
+	heal := func(ctx context.Context) error {
+		var errs []error
+		for _, a := range done {
+			if err := a.l.Toxics.RemoveToxic(ctx, a.name); err != nil {
+				errs = append(errs, fmt.Errorf("remove %s from %s: %w", a.name, a.l.Name, err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	seq := toxicSeq.Add(1)
+	for _, l := range ls {
+		for _, s := range streams {
+			name := fmt.Sprintf("lockchaos-%s-%d-%s", typ, seq, s)
+			body := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":%s}`, name, typ, s, attrs)
+			if _, err := l.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
+				_ = heal(ctx)
+				return nil, fmt.Errorf("add %s toxic to %s: %w", typ, l.Name, err)
+			}
+			done = append(done, added{l, name})
+		}
+	}
+	return heal, nil
+}

@@ -1,0 +1,122 @@
+// Package faults holds every fault kind lockchaos injects (the nemesis) and the schedule that fires
+// them, timed or triggered by a client reaching a named point. Faults act; they never check.
+package faults
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Spec is one fault of a scenario: what to break, when, and for how long. It is plain data, so
+// scenarios can be written in Go or loaded from YAML.
+type Spec struct {
+	// Kind names the fault (see Kinds), e.g. "client-pause".
+	Kind string `yaml:"kind" json:"kind"`
+
+	// Point makes the fault event-triggered: it fires when a client reaches this named point
+	// (DESIGN.md §2), e.g. "cs:before-write". Empty means timed (At, Every).
+	Point string `yaml:"point,omitempty" json:"point,omitempty"`
+	// Client restricts which client's point triggers the fault: 0 any client, else its number.
+	Client int `yaml:"client,omitempty" json:"client,omitempty"`
+	// Skip ignores the first Skip occurrences of the trigger.
+	Skip int `yaml:"skip,omitempty" json:"skip,omitempty"`
+	// At is when a timed fault first fires, from the run's start.
+	At Duration `yaml:"at,omitempty" json:"at,omitempty"`
+	// Every repeats a timed fault (0 = once).
+	Every Duration `yaml:"every,omitempty" json:"every,omitempty"`
+	// Times bounds how often the fault fires (default 1; -1 = no bound).
+	Times int `yaml:"times,omitempty" json:"times,omitempty"`
+	// For is how long each occurrence lasts before it heals (0 = until the end of the fault
+	// phase for lasting faults, or instant for one-shot faults like kill).
+	For Duration `yaml:"for,omitempty" json:"for,omitempty"`
+
+	// Clients selects target clients: "trigger" (the client at the point; the default for
+	// client faults), "others" (all but the trigger), "all", or a list "1,3" or range "2-5".
+	Clients string `yaml:"clients,omitempty" json:"clients,omitempty"`
+	// Nodes selects target nodes: "all", "master", "leader", "replication" (the replica's link
+	// to the master), "minority" (the first ⌊(n−1)/2⌋ data nodes), or names "redis-1,redis-2".
+	Nodes string `yaml:"nodes,omitempty" json:"nodes,omitempty"`
+
+	// Amount is the fault's size: latency, clock offset or clock jump.
+	Amount Duration `yaml:"amount,omitempty" json:"amount,omitempty"`
+	// Jitter is added to latency faults; RandomFor adds up to this much to For, from the seed.
+	Jitter Duration `yaml:"jitter,omitempty" json:"jitter,omitempty"`
+	// Stream is "both" (default), "upstream" (client→server) or "downstream" for link faults.
+	Stream string `yaml:"stream,omitempty" json:"stream,omitempty"`
+}
+
+// Duration is a time.Duration that reads and writes as a Go duration string ("1.5s").
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalText writes the duration as "1.5s".
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(strings.TrimSpace(string(b)))
+	if err != nil {
+		return fmt.Errorf("bad duration %q (write it like 500ms, 1.5s or 2m)", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("bad duration %s (write it as a string like \"500ms\")", b)
+	}
+	return d.UnmarshalText([]byte(s))
+}
+
+// Validate reports the first problem with s, naming the field.
+func (s Spec) Validate() error {
+	k, ok := kinds[s.Kind]
+	if !ok {
+		return fmt.Errorf("fault kind %q is unknown (known: %s)", s.Kind, strings.Join(KindNames(), ", "))
+	}
+	if s.Point == "" && s.Client != 0 {
+		return fmt.Errorf("fault %s: client is only meaningful with point", s.Kind)
+	}
+	for _, d := range []struct {
+		name string
+		v    Duration
+	}{{"at", s.At}, {"every", s.Every}, {"for", s.For}, {"amount", s.Amount}, {"jitter", s.Jitter}} {
+		if d.v < 0 && !(d.name == "amount" && s.Kind == "clock-skew") {
+			return fmt.Errorf("fault %s: %s is negative (%s)", s.Kind, d.name, d.v)
+		}
+	}
+	if s.Skip < 0 || s.Times < -1 {
+		return fmt.Errorf("fault %s: skip must be ≥ 0 and times ≥ -1", s.Kind)
+	}
+	switch s.Stream {
+	case "", "both", "upstream", "downstream":
+	default:
+		return fmt.Errorf("fault %s: stream %q must be both, upstream or downstream", s.Kind, s.Stream)
+	}
+	if _, ok := k.(pointOnly); ok && s.Point == "" {
+		return fmt.Errorf("fault %s needs a point (e.g. point: cs:before-write): it stops a client at a step", s.Kind)
+	}
+	if v, ok := k.(validator); ok {
+		return v.validate(s)
+	}
+	return nil
+}
+
+func (s Spec) times() int {
+	if s.Times == 0 {
+		return 1
+	}
+	return s.Times
+}

@@ -1,0 +1,150 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// Named points the harness offers between the steps of the critical section (DESIGN.md §2).
+const (
+	PointAcquired      = "cs:acquired"
+	PointBeforeWrite   = "cs:before-write"
+	PointBeforeRelease = "cs:before-release"
+)
+
+// Points lists the harness's points in the order a client reaches them.
+var Points = []string{PointAcquired, PointBeforeWrite, PointBeforeRelease}
+
+// client is one worker: acquire → critical section → release → think, until ctx ends.
+type client struct {
+	id     int
+	lock   string
+	locker algorithms.Locker
+	clock  algorithms.Clock
+	point  algorithms.PointFunc
+	rng    *rand.Rand
+	rec    *recorder
+	res    *resource
+	w      Workload
+}
+
+// errStop ends the loop: the client crashed or the run is over.
+var errStop = errors.New("stop")
+
+func (c *client) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := c.once(ctx); err != nil {
+			return
+		}
+		if c.w.Think > 0 {
+			sleep(ctx, time.Duration(c.rng.Int64N(int64(c.w.Think))+1))
+		}
+	}
+}
+
+// once runs one acquisition. It returns errStop when the client must stop.
+func (c *client) once(ctx context.Context) error {
+	acq := c.rec.invoke(history.Event{Op: history.OpAcquire, Client: c.id, Lock: c.lock})
+	start := c.clock.Now()
+	actx, cancel := context.WithTimeout(ctx, c.w.AcquireTimeout)
+	lease, err := c.locker.Acquire(actx)
+	cancel()
+	if err != nil {
+		if c.stopped(ctx, err) {
+			return errStop // no completion: the outcome stays unknown, as for a dead process
+		}
+		c.rec.complete(acq, outcome(err), history.Event{Error: err.Error()})
+		if !algorithms.IsUnknown(err) && !errors.Is(err, context.DeadlineExceeded) {
+			// A definite failure (busy, gave up): back off a little before trying again.
+			sleep(ctx, 5*time.Millisecond)
+		}
+		return nil
+	}
+	c.rec.complete(acq, history.TypeOk, history.Event{Fence: lease.Fence,
+		ValidityNs: int64(lease.Validity), TTLNs: int64(lease.TTL)})
+
+	if err := c.criticalSection(ctx, acq, start, lease); err != nil {
+		return errStop
+	}
+
+	rel := c.rec.invoke(history.Event{Op: history.OpRelease, Client: c.id, Lock: c.lock, Acq: acq})
+	rctx, cancel := context.WithTimeout(ctx, c.w.AcquireTimeout)
+	err = c.locker.Release(rctx, lease)
+	cancel()
+	switch {
+	case err == nil:
+		c.rec.complete(rel, history.TypeOk, history.Event{})
+	case c.stopped(ctx, err):
+		return errStop
+	case errors.Is(err, algorithms.ErrNotHeld):
+		c.rec.complete(rel, history.TypeFail, history.Event{Error: err.Error()})
+	default:
+		c.rec.complete(rel, outcome(err), history.Event{Error: err.Error()})
+	}
+	return nil
+}
+
+// criticalSection reads the counter, holds, checks the lease by the client's own clock (a careful
+// client), and writes value+1. The pause a fault puts at cs:before-write comes after the check:
+// that is the window Kleppmann's GC pause falls into.
+func (c *client) criticalSection(ctx context.Context, acq int64, start time.Time, lease algorithms.Lease) error {
+	if err := c.point(ctx, PointAcquired); err != nil {
+		return err
+	}
+	rd := c.rec.invoke(history.Event{Op: history.OpRead, Client: c.id, Lock: c.lock, Acq: acq})
+	v := c.res.read()
+	c.rec.complete(rd, history.TypeOk, history.Event{Value: history.Int64(v)})
+
+	if !sleep(ctx, c.w.Hold) {
+		return errStop
+	}
+	if lease.Validity > 0 && c.clock.Now().Sub(start) >= lease.Validity {
+		// The lease may have expired: a careful client does not write.
+		return c.point(ctx, PointBeforeRelease)
+	}
+	if err := c.point(ctx, PointBeforeWrite); err != nil {
+		return err
+	}
+	wr := c.rec.invoke(history.Event{Op: history.OpWrite, Client: c.id, Lock: c.lock, Acq: acq,
+		Value: history.Int64(v + 1), Fence: lease.Fence})
+	if err := c.res.write(v+1, lease.Fence); err != nil {
+		c.rec.complete(wr, history.TypeFail, history.Event{Error: err.Error()})
+	} else {
+		c.rec.complete(wr, history.TypeOk, history.Event{})
+	}
+	return c.point(ctx, PointBeforeRelease)
+}
+
+// stopped reports whether err means the client must stop (crashed at a point, or the run ended)
+// rather than an outcome to record.
+func (c *client) stopped(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, errCrashed)
+}
+
+// outcome maps an error to fail (definitely not applied) or info (unknown).
+func outcome(err error) history.Type {
+	if algorithms.IsUnknown(err) {
+		return history.TypeInfo
+	}
+	return history.TypeFail
+}
+
+// sleep waits d or until ctx ends; it reports whether the full time passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

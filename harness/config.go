@@ -1,0 +1,153 @@
+// Package harness runs one experiment: it starts the cluster, runs the clients' acquire → critical
+// section → release loop against an algorithm, fires the fault schedule, and records the history.
+// It decides no verdicts.
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/faults"
+)
+
+// ErrBadConfig is wrapped by every configuration error (the CLI exits 254 on it).
+var ErrBadConfig = errors.New("bad configuration")
+
+// Workload is what the clients do.
+type Workload struct {
+	// Clients is the number of concurrent clients (default 5).
+	Clients int
+	// TTL is the lock's lease (default 1s).
+	TTL time.Duration
+	// Hold is how long a client keeps the lock between its read and its write (default 10ms).
+	Hold time.Duration
+	// Think is the most a client waits between release and its next acquire (default 5ms;
+	// each wait is drawn from the client's seeded random source).
+	Think time.Duration
+	// AcquireTimeout bounds one Acquire call (default 2×TTL, at least 1s).
+	AcquireTimeout time.Duration
+	// Fencing makes the resource reject writes whose fence is below the highest seen.
+	Fencing bool
+	// SessionTimeout is ZooKeeper's session timeout (default TTL).
+	SessionTimeout time.Duration
+	// OpTimeout bounds one request to a server (default: the algorithm's, TTL/10).
+	OpTimeout time.Duration
+}
+
+// Proxy modes (DESIGN.md §3): auto puts proxies only on runs whose scenario may fault links.
+const (
+	ProxyAuto   = "auto"
+	ProxyAlways = "always"
+	ProxyNever  = "never"
+)
+
+// Config is one run.
+type Config struct {
+	Algorithm string
+	Scenario  string
+	// Expected is the catalogue's expected verdict, recorded in the history's meta.
+	Expected string
+	// Topology defaults to the algorithm's first topology; Nodes to the topology's default.
+	Topology string
+	Nodes    int
+	Backend  string // local (default), docker, external
+	Proxies  string // auto (default), always, never
+	Workload
+	Faults []faults.Spec
+	// Duration is the fault phase: clients run and faults fire. Then every fault is healed and
+	// clients run on for the liveness window, StuckAfter + TTL.
+	Duration time.Duration
+	// StuckAfter is how long without any grant, after faults healed, makes a run stuck
+	// (default max(2×TTL, 1s)).
+	StuckAfter time.Duration
+	// Tail is how long clients run on after every fault healed (default StuckAfter + TTL, so a
+	// lock left by a crashed holder can expire and a stuck lock can show).
+	Tail time.Duration
+	Seed int64
+	// Dir is the run directory; history.jsonl is written there.
+	Dir string
+	// Command is the command line that re-runs this cell (kept in the history's meta).
+	Command string
+	// Version is lockchaos's version, for the meta line.
+	Version string
+	// Log receives progress and server output worth keeping (may be nil).
+	Log io.Writer
+	// ExternalAddrs are the servers of the external backend.
+	ExternalAddrs []string
+}
+
+func (c Config) withDefaults() (Config, algorithms.Info, error) {
+	info, err := algorithms.Lookup(c.Algorithm)
+	if err != nil {
+		return c, info, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	if c.Topology == "" {
+		c.Topology = info.Topologies[0]
+	}
+	supported := false
+	for _, t := range info.Topologies {
+		supported = supported || t == c.Topology
+	}
+	if !supported {
+		return c, info, fmt.Errorf("%w: algorithm %s does not run on topology %s (it runs on %v)", ErrBadConfig, c.Algorithm, c.Topology, info.Topologies)
+	}
+	if c.Backend == "" {
+		c.Backend = cluster.Local
+	}
+	if c.Proxies == "" {
+		c.Proxies = ProxyAuto
+	}
+	if c.Clients == 0 {
+		c.Clients = 5
+	}
+	if c.TTL == 0 {
+		c.TTL = time.Second
+	}
+	if c.Hold == 0 {
+		c.Hold = 10 * time.Millisecond
+	}
+	if c.Think == 0 {
+		c.Think = 5 * time.Millisecond
+	}
+	if c.AcquireTimeout == 0 {
+		c.AcquireTimeout = max(2*c.TTL, time.Second)
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = c.TTL
+	}
+	if c.Duration == 0 {
+		c.Duration = 5 * time.Second
+	}
+	if c.StuckAfter == 0 {
+		c.StuckAfter = max(2*c.TTL, time.Second)
+	}
+	if c.Tail == 0 {
+		c.Tail = c.StuckAfter + c.TTL
+	}
+	switch {
+	case c.Clients < 1:
+		return c, info, fmt.Errorf("%w: clients must be at least 1 (got %d)", ErrBadConfig, c.Clients)
+	case c.TTL < 0 || c.Hold < 0 || c.Think < 0 || c.Duration < 0:
+		return c, info, fmt.Errorf("%w: durations must not be negative", ErrBadConfig)
+	case c.Dir == "":
+		return c, info, fmt.Errorf("%w: no run directory", ErrBadConfig)
+	}
+	switch c.Proxies {
+	case ProxyAuto, ProxyAlways, ProxyNever:
+	default:
+		return c, info, fmt.Errorf("%w: --proxy %q: want auto, always or never", ErrBadConfig, c.Proxies)
+	}
+	for i, f := range c.Faults {
+		if err := f.Validate(); err != nil {
+			return c, info, fmt.Errorf("%w: fault %d: %w", ErrBadConfig, i+1, err)
+		}
+	}
+	if c.Proxies == ProxyNever && len(c.Faults) > 0 {
+		return c, info, fmt.Errorf("%w: --proxy never cannot run a scenario with faults (they act on the proxies); use --proxy auto", ErrBadConfig)
+	}
+	return c, info, nil
+}

@@ -1,0 +1,46 @@
+package harness
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// recorder stamps events with the run's one monotonic clock and appends them to the history.
+type recorder struct {
+	w      *history.Writer
+	base   time.Time
+	nextID atomic.Int64
+	err    atomic.Pointer[error]
+}
+
+func (r *recorder) now() int64 { return int64(time.Since(r.base)) }
+
+func (r *recorder) write(e history.Event) {
+	if err := r.w.Write(e); err != nil {
+		r.err.CompareAndSwap(nil, &err)
+	}
+}
+
+// invoke records an invocation and returns its id.
+func (r *recorder) invoke(e history.Event) int64 {
+	e.Type, e.ID, e.AtNs = history.TypeInvoke, r.nextID.Add(1), r.now()
+	r.write(e)
+	return e.ID
+}
+
+// complete records the completion of operation id.
+func (r *recorder) complete(id int64, typ history.Type, e history.Event) {
+	e.Type, e.ID, e.AtNs = typ, id, r.now()
+	r.write(e)
+}
+
+// fault records a fault line, and syncs the file: fault boundaries are what a reader of a killed
+// run most needs.
+func (r *recorder) fault(e history.Event) {
+	r.write(e)
+	if err := r.w.Sync(); err != nil {
+		r.err.CompareAndSwap(nil, &err)
+	}
+}

@@ -1,0 +1,170 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/history"
+)
+
+var errCrashed = faults.ErrCrashed
+
+// HistoryFile is the name of the history in a run directory.
+const HistoryFile = "history.jsonl"
+
+// Result says where a run's history is and what was planned.
+type Result struct {
+	Dir         string
+	HistoryPath string
+	Schedule    []faults.Planned
+	Elapsed     time.Duration
+	// ClusterStart is how long the servers took to come up.
+	ClusterStart time.Duration
+}
+
+// Run runs one experiment and records its history in cfg.Dir. It returns an error only when the
+// run could not be carried out (bad config wraps ErrBadConfig; missing servers wrap
+// cluster.ErrMissingBinary); what the lock did is in the history, for the checker.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg, info, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("make run directory: %w", err)
+	}
+	res := &Result{Dir: cfg.Dir, HistoryPath: filepath.Join(cfg.Dir, HistoryFile)}
+
+	t0 := time.Now()
+	cl, err := cluster.Start(ctx, cluster.Spec{
+		Topology: cfg.Topology, Nodes: cfg.Nodes, Backend: cfg.Backend, Clients: cfg.Clients,
+		Proxies: cfg.Proxies == ProxyAlways || (cfg.Proxies == ProxyAuto && len(cfg.Faults) > 0),
+		Log:     cfg.Log, ExternalAddrs: cfg.ExternalAddrs,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	res.ClusterStart = time.Since(t0)
+
+	w, err := history.Create(res.HistoryPath, history.Meta{
+		Algorithm: cfg.Algorithm, Scenario: cfg.Scenario, Topology: cfg.Topology, Backend: cfg.Backend,
+		Seed: cfg.Seed, Clients: cfg.Clients, TTLNs: int64(cfg.TTL), HoldNs: int64(cfg.Hold),
+		Fencing: cfg.Fencing, Expected: cfg.Expected, StuckAfterNs: int64(cfg.StuckAfter),
+		Started: time.Now().UTC().Format(time.RFC3339Nano), Version: cfg.Version, Command: cfg.Command,
+	})
+	if err != nil {
+		return nil, err
+	}
+	rec := &recorder{w: w, base: time.Now()}
+	err = run(ctx, cfg, info, cl, rec, res)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if p := rec.err.Load(); err == nil && p != nil {
+		err = *p
+	}
+	res.Elapsed = time.Since(rec.base)
+	return res, err
+}
+
+func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Cluster, rec *recorder, res *Result) error {
+	env := &env{cluster: cl, cfg: cfg, clocks: make([]*skewClock, cfg.Clients+1)}
+	for i := range env.clocks {
+		env.clocks[i] = &skewClock{}
+	}
+	nem, err := faults.New(env, cfg.Faults, faults.Options{
+		Seed: cfg.Seed, Record: rec.fault, Now: rec.now, Duration: cfg.Duration,
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	res.Schedule = nem.Schedule()
+
+	shared := &resource{fencing: cfg.Fencing}
+	clients := make([]*client, cfg.Clients)
+	for i := range clients {
+		id := i + 1
+		ep := cl.Endpoints(id)
+		acfg := algorithms.Config{
+			Client: id, Name: "lock", TTL: cfg.TTL, Addrs: ep.Addrs, Dial: ep.Dial,
+			SessionTimeout: cfg.SessionTimeout, OpTimeout: cfg.OpTimeout, Clock: env.clocks[id],
+			Point: func(ctx context.Context, name string) error { return nem.Point(ctx, id, name) },
+			Rand:  rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(id))),
+		}
+		if ep.MasterName != "" {
+			acfg.Sentinel = &algorithms.SentinelConfig{MasterName: ep.MasterName, Addrs: ep.SentinelAddrs}
+		}
+		locker, err := info.New(acfg)
+		if err != nil {
+			closeAll(clients)
+			return fmt.Errorf("client %d: %s: %w", id, cfg.Algorithm, err)
+		}
+		clients[i] = &client{id: id, lock: acfg.Name, locker: locker, clock: acfg.Clock, point: acfg.Point,
+			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(1000+id))), rec: rec,
+			res: shared, w: cfg.Workload}
+	}
+	defer closeAll(clients)
+
+	runCtx, stopClients := context.WithCancel(ctx)
+	defer stopClients()
+	if err := nem.Start(runCtx); err != nil {
+		nem.HealAll()
+		return err
+	}
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.run(runCtx)
+		}()
+	}
+	// Fault phase, then every fault healed, then the liveness window.
+	sleep(ctx, cfg.Duration)
+	nem.HealAll()
+	_ = rec.w.Sync()
+	sleep(ctx, cfg.Tail)
+	stopClients()
+	wg.Wait()
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+func closeAll(clients []*client) {
+	for _, c := range clients {
+		if c == nil {
+			continue
+		}
+		if cl, ok := c.locker.(algorithms.Closer); ok {
+			_ = cl.Close()
+		}
+	}
+}
+
+// env is what the faults act on.
+type env struct {
+	cluster cluster.Cluster
+	cfg     Config
+	clocks  []*skewClock
+}
+
+func (e *env) Cluster() cluster.Cluster { return e.cluster }
+func (e *env) Clients() int             { return e.cfg.Clients }
+func (e *env) TTL() time.Duration       { return e.cfg.TTL }
+func (e *env) SetClock(c int, offset time.Duration, rate float64) {
+	if c >= 1 && c < len(e.clocks) {
+		e.clocks[c].set(offset, rate)
+	}
+}

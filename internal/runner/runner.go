@@ -1,0 +1,139 @@
+// Package runner is the pipeline of one cell: harness.Run records a history, checker.CheckHistory
+// judges it, reports.WriteRun writes the pages. The CLI, the matrix and locktest share it.
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/harness"
+	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/reports"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// Options apply to every cell of a run or matrix. Zero fields keep the scenario's values.
+type Options struct {
+	Out      string // output directory (default "reports")
+	Backend  string
+	Proxies  string
+	Seed     int64
+	Duration time.Duration
+	Clients  int
+	TTL      time.Duration
+	// Runs repeats each cell; with Runs > 1 each run gets its own directory and seed+run.
+	Runs    int
+	Version string
+	Log     io.Writer
+	// CheckTimeout bounds each porcupine check (default: the checker's).
+	CheckTimeout  time.Duration
+	ExternalAddrs []string
+}
+
+// Dir returns the run directory of a cell: OUT/<scenario>/<algorithm>[/<run>].
+func Dir(out string, c scenarios.Cell, run int) string {
+	d := filepath.Join(out, c.Scenario, c.Algorithm)
+	if run > 0 {
+		d = filepath.Join(d, strconv.Itoa(run))
+	}
+	return d
+}
+
+// Config builds the harness configuration of a cell.
+func Config(c scenarios.Cell, o Options, run int) harness.Config {
+	w := c.Workload
+	cfg := harness.Config{
+		Algorithm: c.Algorithm, Scenario: c.Scenario, Expected: c.Expected,
+		Topology: c.Topology, Nodes: c.Nodes, Backend: o.Backend, Proxies: o.Proxies,
+		Workload: harness.Workload{
+			Clients: w.Clients, TTL: w.TTL.D(), Hold: w.Hold.D(), Think: w.Think.D(),
+			AcquireTimeout: w.AcquireTimeout.D(), SessionTimeout: w.SessionTimeout.D(),
+			OpTimeout: w.OpTimeout.D(), Fencing: w.Fencing,
+		},
+		Faults: c.Faults, Duration: w.Duration.D(), StuckAfter: w.StuckAfter.D(), Tail: w.Tail.D(),
+		Seed: o.Seed + int64(max(run, 1)-1), Dir: Dir(o.out(), c, run), Version: o.Version,
+		Log: o.Log, ExternalAddrs: o.ExternalAddrs,
+	}
+	if o.Duration > 0 {
+		cfg.Duration = o.Duration
+	}
+	if o.Clients > 0 {
+		cfg.Clients = o.Clients
+	}
+	if o.TTL > 0 {
+		cfg.TTL = o.TTL
+	}
+	cfg.Command = command(c, o, cfg.Seed)
+	return cfg
+}
+
+func (o Options) out() string {
+	if o.Out == "" {
+		return "reports"
+	}
+	return o.Out
+}
+
+// command is the command line that re-runs the cell with the same seed.
+func command(c scenarios.Cell, o Options, seed int64) string {
+	args := []string{"lockchaos", "run", "--algorithm", c.Algorithm, "--scenario", c.Scenario,
+		"--seed", strconv.FormatInt(seed, 10)}
+	if o.Backend != "" && o.Backend != "local" {
+		args = append(args, "--backend", o.Backend)
+	}
+	if o.Duration > 0 {
+		args = append(args, "--duration", o.Duration.String())
+	}
+	if o.Clients > 0 {
+		args = append(args, "--clients", strconv.Itoa(o.Clients))
+	}
+	if o.TTL > 0 {
+		args = append(args, "--ttl", o.TTL.String())
+	}
+	return strings.Join(args, " ")
+}
+
+// RunCell runs, checks and reports one cell. The error is a harness error (the run could not be
+// carried out); what the lock did is in the returned cell's Result.
+func RunCell(ctx context.Context, c scenarios.Cell, o Options, run int) (reports.Cell, *checker.Outcome, error) {
+	rc := reports.Cell{Scenario: c.Scenario, Algorithm: c.Algorithm, Run: run, NA: c.NA, Expected: c.Expected}
+	rel, _ := filepath.Rel(o.out(), Dir(o.out(), c, run))
+	rc.Dir = filepath.ToSlash(rel)
+	if c.NA != "" {
+		return rc, nil, nil
+	}
+	cfg := Config(c, o, run)
+	res, err := harness.Run(ctx, cfg)
+	if err != nil {
+		rc.Err = err.Error()
+		if res == nil {
+			return rc, nil, err
+		}
+		// The run failed part-way: what it recorded is still checked and reported.
+	}
+	out, cerr := Check(res.Dir, o.CheckTimeout)
+	if cerr != nil {
+		return rc, nil, fmt.Errorf("check %s: %w", res.Dir, cerr)
+	}
+	rc.Result = &out.Result
+	return rc, out, err
+}
+
+// Check re-checks the history in dir and rewrites its result.json and reports.
+func Check(dir string, timeout time.Duration) (*checker.Outcome, error) {
+	h, err := history.ReadFile(filepath.Join(dir, harness.HistoryFile))
+	if err != nil {
+		return nil, err
+	}
+	out := checker.CheckHistory(h, checker.Options{Timeout: timeout})
+	if err := reports.WriteRun(dir, h, out); err != nil {
+		return out, fmt.Errorf("write report: %w", err)
+	}
+	return out, nil
+}

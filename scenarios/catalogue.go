@@ -1,0 +1,207 @@
+package scenarios
+
+import "github.com/lockchaos/lockchaos/faults"
+
+// The catalogue (DESIGN.md §7). Every fault is aimed by an event — the first holder, at the named
+// point where the published failure happens — so each known bug shows within seconds, not after
+// minutes of random hope. TTLs are short (500 ms) for the same reason; the faults are sized from
+// them (a pause of TTL+δ, a jump of ≥ TTL).
+
+const ttl = 500 // ms, the catalogue's lease
+
+var std = Workload{Clients: 5, TTL: ms(ttl), Hold: ms(10), Duration: ms(2000)}
+
+// bareMajority is the Redlock setup of Kleppmann's restart and clock-jump failures: client 1 reaches
+// only redis-1..3 and every other client only redis-3..5, so each majority goes through redis-3.
+// When client 1 holds the lock, the fault hits redis-3 and the next client wins redis-3..5.
+func bareMajority(hit faults.Spec) []faults.Spec {
+	hit.Point, hit.Client, hit.Nodes = "cs:acquired", 1, "redis-3"
+	return []faults.Spec{
+		{Kind: "partition", Clients: "1", Nodes: "redis-4,redis-5"},
+		{Kind: "partition", Clients: "2-5", Nodes: "redis-1,redis-2"},
+		hit,
+	}
+}
+
+func init() {
+	register(Scenario{
+		Name:     "baseline",
+		Summary:  "No faults: every algorithm must be safe and live.",
+		Workload: std,
+		Expect:   all("S"),
+	})
+	register(Scenario{
+		Name:       "client-crash",
+		Summary:    "The first holder crashes right after acquiring (setnx-expire: between SETNX and EXPIRE) and never releases.",
+		Reproduces: "seed 002 problem 1: a lock without expiry is never deleted when its holder dies",
+		Needs:      "a crash at cs:acquired (acquire:after-setnx for setnx-expire)",
+		Workload:   std.merge(Workload{StuckAfter: ms(1500)}),
+		Faults:     []faults.Spec{{Kind: "client-crash", Point: "cs:acquired"}},
+		Variants: map[string]Variant{
+			"setnx-expire": {Faults: []faults.Spec{{Kind: "client-crash", Point: "acquire:after-setnx"}}},
+		},
+		Expect: expect("X", "X", "S", "S", "S", "S", "S"),
+	})
+	register(Scenario{
+		Name: "client-pause",
+		Summary: "The holder pauses (a GC pause, SIGSTOP) after its validity check and before its write, " +
+			"for longer than the TTL (ZooKeeper: the session timeout); its links are silent meanwhile.",
+		Reproduces: "Kleppmann, How to do distributed locking (the GC pause); Jepsen etcd 3.4.3",
+		Needs:      "pause > TTL (or session timeout) at cs:before-write",
+		Workload:   std,
+		Faults:     []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: ms(ttl + 400)}},
+		Variants: map[string]Variant{
+			// The server notices a silent session only after the timeout plus up to a tick.
+			"zookeeper": {Faults: []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: ms(2*ttl + 500)}}},
+		},
+		Expect: expect("S: others wait, the lock never expires", "Uc", "Uc", "Uc", "Uc", "Uc", "Uc"),
+	})
+	register(Scenario{
+		Name:       "clock-skew",
+		Summary:    "Client 2's clock runs 1.5 s (3×TTL) ahead of the others from the start.",
+		Reproduces: "seed 000 时间戳的问题: a timestamp lock needs the clients' clocks to agree",
+		Needs:      "offset > TTL on a client that waits while another holds",
+		Workload:   std,
+		Faults:     []faults.Spec{{Kind: "clock-skew", Clients: "2", Amount: ms(3 * ttl)}},
+		Expect:     expect("S", "S", "S", "Us", "S", "S", "S"),
+	})
+	register(Scenario{
+		Name: "slow-release",
+		Summary: "The holder's release reaches the server late: its DEL is delayed past the TTL " +
+			"(getset: the holder pauses between its GET and its DEL).",
+		Reproduces: "seed 003 table: a late DEL removes another client's lock",
+		Needs:      "release delay > TTL",
+		Workload:   std,
+		Faults: []faults.Spec{{Kind: "slow-release", Point: "cs:before-release", Amount: ms(ttl + 300),
+			For: ms(2 * ttl)}},
+		Variants: map[string]Variant{
+			"getset": {Faults: []faults.Spec{{Kind: "client-pause", Point: "release:after-get", For: ms(ttl + 300)}}},
+		},
+		Expect: expect("S: no expiry, the DEL is the holder's own", "Us", "Us", "Us", "S", "S", "S"),
+	})
+	register(Scenario{
+		Name: "failover",
+		Summary: "redis-sentinel: replication is cut from the start, the first holder's lock lands on the " +
+			"master only, the master is killed and Sentinel promotes the replica, which never saw the lock.",
+		Reproduces: "seed 003 master/slave table; the Redis distlock page (why Redlock exists)",
+		Needs:      "hold longer than Sentinel's failover (≈2 s), TTL longer than the hold",
+		Workload:   Workload{Clients: 3, TTL: ms(10000), Hold: ms(4000), Duration: ms(5000), Tail: ms(500), OpTimeout: ms(300)},
+		Faults:     []faults.Spec{{Kind: "failover", Point: "cs:acquired"}},
+		Variants:   map[string]Variant{"redis": {Topology: "redis-sentinel"}},
+		Expect: expect("Us", "Us", "Us", "Us", "Us",
+			"-: Redlock uses independent masters, no replication to fail over",
+			"-: ZooKeeper has no asynchronous failover; see zk-leader-kill"),
+	})
+	register(Scenario{
+		Name: "restart",
+		Summary: "The node holding the lock restarts empty (no persistence) while the lock is held. " +
+			"Redlock: client 1 holds on exactly redis-1..3, redis-3 restarts, the next client wins redis-3..5.",
+		Reproduces: "Kleppmann: Redlock with a node restarted without fsync",
+		Needs:      "a restart while the lock is held, before its TTL",
+		Workload:   std.merge(Workload{Hold: ms(200)}),
+		Faults:     []faults.Spec{{Kind: "restart", Point: "cs:acquired", Nodes: "master"}},
+		Variants: map[string]Variant{
+			"redlock":   {Faults: bareMajority(faults.Spec{Kind: "restart"})},
+			"zookeeper": {Faults: []faults.Spec{{Kind: "restart", Point: "cs:acquired", Nodes: "leader"}}},
+		},
+		Expect: expect("Us", "Us", "Us", "Us", "Us", "Us", "S: one of three restarts, the quorum keeps the lock"),
+	})
+	register(Scenario{
+		Name: "clock-jump",
+		Summary: "The wall clock of the node holding the key jumps forward by the TTL while the lock is " +
+			"held (emulated: every key's TTL shifts down by the jump). Redlock: the same bare-majority setup as restart.",
+		Reproduces: "Kleppmann: Redlock and a server clock jump",
+		Needs:      "jump ≥ TTL while the lock is held",
+		Workload:   std.merge(Workload{Hold: ms(200)}),
+		Faults:     []faults.Spec{{Kind: "clock-jump", Point: "cs:acquired", Nodes: "master", Amount: ms(ttl)}},
+		Variants: map[string]Variant{
+			"redlock": {Faults: bareMajority(faults.Spec{Kind: "clock-jump", Amount: ms(ttl)})},
+		},
+		Expect: expect("S: the key has no TTL", "Us", "Us", "S: the expiry is in the value, read by client clocks", "Us", "Us",
+			"-: ZooKeeper sessions do not expire by a server wall clock"),
+	})
+	register(Scenario{
+		Name: "partition",
+		Summary: "The holder is cut off from the lock service (not from the resource) for longer than the " +
+			"TTL / session timeout, while it holds; it writes when its hold ends.",
+		Reproduces: "Curator's session-expiry caveat; Jepsen",
+		Needs:      "partition > TTL (session timeout), hold > partition",
+		Workload:   std.merge(Workload{Hold: ms(2*ttl + 700), AcquireTimeout: ms(4000)}),
+		Faults:     []faults.Spec{{Kind: "partition", Point: "cs:acquired", For: ms(2*ttl + 300)}},
+		Expect: expect("S: the others stall until it heals", "S", "S", "S", "S", "S",
+			"Uc"),
+	})
+	register(Scenario{
+		Name:       "latency",
+		Summary:    "From 300 ms on, replies from a minority of nodes (the single node) are delayed by TTL/2+50ms.",
+		Reproduces: "antirez: Redlock's validity check rejects slow acquisitions",
+		Needs:      "latency > TTL/2 on a minority",
+		Workload:   std.merge(Workload{OpTimeout: ms(2 * ttl)}),
+		Faults:     []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "all", Amount: ms(ttl/2 + 50)}},
+		Variants: map[string]Variant{
+			"redlock": {Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "minority", Amount: ms(ttl/2 + 50)}},
+				Workload: Workload{OpTimeout: ms(ttl / 10)}},
+			"zookeeper": {Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "minority", Amount: ms(ttl/2 + 50)}}},
+		},
+		Expect: all("S"),
+	})
+	register(Scenario{
+		Name:       "getset-race",
+		Summary:    "20 clients; the first holder crashes, and the waiters all find its expired timestamp at once.",
+		Reproduces: "seed 000: GETSET lets exactly one of the racing waiters win",
+		Workload:   std.merge(Workload{Clients: 20}),
+		Faults:     []faults.Spec{{Kind: "client-crash", Point: "cs:acquired"}},
+		Expect: map[string]string{
+			"getset": "S", "setnx": na("the race is GETSET's own"), "setnx-expire": na("the race is GETSET's own"),
+			"setnx-px": na("the race is GETSET's own"), "token": na("the race is GETSET's own"),
+			"redlock": na("the race is GETSET's own"), "zookeeper": na("the race is GETSET's own"),
+		},
+	})
+	register(Scenario{
+		Name:       "node-kill",
+		Summary:    "One node is killed for good at 500 ms (ZooKeeper: the leader of 3; Redlock: one of 5).",
+		Reproduces: "seed 001 高可用: a lock on one node is only as available as that node",
+		Workload:   std.merge(Workload{StuckAfter: ms(1500)}),
+		Faults:     []faults.Spec{{Kind: "kill", At: ms(500), Nodes: "master"}},
+		Variants: map[string]Variant{
+			"redlock":   {Faults: []faults.Spec{{Kind: "kill", At: ms(500), Nodes: "redis-1"}}},
+			"zookeeper": {Faults: []faults.Spec{{Kind: "kill", At: ms(500), Nodes: "leader"}}},
+		},
+		Expect: expect("X", "X", "X", "X", "X", "S", "S"),
+	})
+	register(Scenario{
+		Name:       "zk-leader-kill",
+		Summary:    "The ZooKeeper leader of a 3-node ensemble is killed at 500 ms and restarted 1 s later.",
+		Reproduces: "ZooKeeper's quorum guarantee: a new leader keeps every committed lock node",
+		Workload:   std.merge(Workload{Duration: ms(2500)}),
+		Faults:     []faults.Spec{{Kind: "restart", At: ms(500), For: ms(1000), Nodes: "leader"}},
+		Expect: map[string]string{
+			"zookeeper": "S", "setnx": na("a ZooKeeper scenario"), "setnx-expire": na("a ZooKeeper scenario"),
+			"setnx-px": na("a ZooKeeper scenario"), "getset": na("a ZooKeeper scenario"),
+			"token": na("a ZooKeeper scenario"), "redlock": na("a ZooKeeper scenario"),
+		},
+	})
+}
+
+// seed lists the seven seed algorithms in DESIGN.md §7's column order.
+var seed = []string{"setnx", "setnx-expire", "setnx-px", "getset", "token", "redlock", "zookeeper"}
+
+// expect maps the seed algorithms, in column order, to codes. A code may carry a comment after a
+// colon ("S: why"), kept for the catalogue's readers.
+func expect(codes ...string) map[string]string {
+	m := make(map[string]string, len(codes))
+	for i, c := range codes {
+		m[seed[i]] = c
+	}
+	return m
+}
+
+func all(code string) map[string]string {
+	codes := make([]string, len(seed))
+	for i := range codes {
+		codes[i] = code
+	}
+	return expect(codes...)
+}
+
+func na(reason string) string { return "-: " + reason }

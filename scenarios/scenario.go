@@ -1,0 +1,232 @@
+// Package scenarios is the catalogue: named scenarios, each a topology, a workload, a fault schedule
+// and the verdict expected of every algorithm. Scenarios are plain data; they run nothing.
+package scenarios
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lockchaos/lockchaos/faults"
+)
+
+// Duration reads and writes as a Go duration string.
+type Duration = faults.Duration
+
+// Workload is what the clients do in a scenario. Zero fields take the harness's defaults.
+type Workload struct {
+	Clients        int      `yaml:"clients,omitempty" json:"clients,omitempty"`
+	TTL            Duration `yaml:"ttl,omitempty" json:"ttl,omitempty"`
+	Hold           Duration `yaml:"hold,omitempty" json:"hold,omitempty"`
+	Think          Duration `yaml:"think,omitempty" json:"think,omitempty"`
+	AcquireTimeout Duration `yaml:"acquire_timeout,omitempty" json:"acquire_timeout,omitempty"`
+	OpTimeout      Duration `yaml:"op_timeout,omitempty" json:"op_timeout,omitempty"`
+	SessionTimeout Duration `yaml:"session_timeout,omitempty" json:"session_timeout,omitempty"`
+	Fencing        bool     `yaml:"fencing,omitempty" json:"fencing,omitempty"`
+	// Duration is the fault phase; StuckAfter and Tail as in harness.Config.
+	Duration   Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
+	StuckAfter Duration `yaml:"stuck_after,omitempty" json:"stuck_after,omitempty"`
+	Tail       Duration `yaml:"tail,omitempty" json:"tail,omitempty"`
+}
+
+// merge returns w with the non-zero fields of o laid over it.
+func (w Workload) merge(o Workload) Workload {
+	set := func(dst *Duration, v Duration) {
+		if v != 0 {
+			*dst = v
+		}
+	}
+	if o.Clients != 0 {
+		w.Clients = o.Clients
+	}
+	set(&w.TTL, o.TTL)
+	set(&w.Hold, o.Hold)
+	set(&w.Think, o.Think)
+	set(&w.AcquireTimeout, o.AcquireTimeout)
+	set(&w.OpTimeout, o.OpTimeout)
+	set(&w.SessionTimeout, o.SessionTimeout)
+	set(&w.Duration, o.Duration)
+	set(&w.StuckAfter, o.StuckAfter)
+	set(&w.Tail, o.Tail)
+	w.Fencing = w.Fencing || o.Fencing
+	return w
+}
+
+// Variant changes a scenario for one algorithm (or a family, see Scenario.Variants).
+type Variant struct {
+	Topology string `yaml:"topology,omitempty" json:"topology,omitempty"`
+	Nodes    int    `yaml:"nodes,omitempty" json:"nodes,omitempty"`
+	// Faults, when set, replace the scenario's faults.
+	Faults   []faults.Spec `yaml:"faults,omitempty" json:"faults,omitempty"`
+	Workload Workload      `yaml:"workload,omitempty" json:"workload,omitempty"`
+}
+
+// Scenario is one entry of the catalogue.
+type Scenario struct {
+	Name string `yaml:"name" json:"name"`
+	// Summary says what the scenario does; Reproduces names the published failure it shows and
+	// Needs the fault parameters it depends on.
+	Summary    string `yaml:"summary" json:"summary"`
+	Reproduces string `yaml:"reproduces,omitempty" json:"reproduces,omitempty"`
+	Needs      string `yaml:"needs,omitempty" json:"needs,omitempty"`
+
+	Workload Workload      `yaml:"workload,omitempty" json:"workload,omitempty"`
+	Faults   []faults.Spec `yaml:"faults,omitempty" json:"faults,omitempty"`
+	// Variants are keyed by algorithm name, or by family: "redis" (the single-node Redis locks),
+	// "redlock", "zookeeper". An algorithm's own entry wins over its family's.
+	Variants map[string]Variant `yaml:"variants,omitempty" json:"variants,omitempty"`
+	// Expect maps an algorithm to its expected verdict: S (safe), Us (unsafe, service class),
+	// Uc (unsafe, client class), U (unsafe, either class), X (stuck), or "-: reason" when the
+	// cell makes no sense. An algorithm not listed is not expected anything.
+	Expect map[string]string `yaml:"expect,omitempty" json:"expect,omitempty"`
+}
+
+// Cell is a scenario resolved for one algorithm: everything a run needs.
+type Cell struct {
+	Scenario  string
+	Algorithm string
+	Topology  string // "" = the algorithm's default
+	Nodes     int
+	Workload  Workload
+	Faults    []faults.Spec
+	// Expected is a verdict ("safe", "unsafe-service", ...) or "" when none is expected.
+	Expected string
+	// NA is the reason the cell makes no sense, when it does not.
+	NA string
+}
+
+// Expectation codes of the catalogue and the verdicts they stand for.
+var codes = map[string]string{
+	"S": "safe", "Us": "unsafe-service", "Uc": "unsafe-client", "U": "unsafe", "X": "stuck",
+}
+
+// Family returns the variant family of an algorithm.
+func Family(algorithm string) string {
+	switch {
+	case strings.HasPrefix(algorithm, "redlock"), algorithm == "redsync":
+		return "redlock"
+	case strings.HasPrefix(algorithm, "zookeeper"):
+		return "zookeeper"
+	default:
+		return "redis"
+	}
+}
+
+// Cell resolves the scenario for an algorithm.
+func (s Scenario) Cell(algorithm string) (Cell, error) {
+	c := Cell{Scenario: s.Name, Algorithm: algorithm, Workload: s.Workload, Faults: s.Faults}
+	for _, key := range []string{Family(algorithm), algorithm} {
+		if v, ok := s.Variants[key]; ok {
+			if v.Topology != "" {
+				c.Topology = v.Topology
+			}
+			if v.Nodes != 0 {
+				c.Nodes = v.Nodes
+			}
+			if v.Faults != nil {
+				c.Faults = v.Faults
+			}
+			c.Workload = c.Workload.merge(v.Workload)
+		}
+	}
+	code, ok := s.Expect[algorithm]
+	if !ok {
+		return c, nil
+	}
+	if reason, na := strings.CutPrefix(code, "-"); na {
+		c.NA = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(reason), ":"))
+		if c.NA == "" {
+			return c, fmt.Errorf("scenario %s: expectation of %s is n/a without a reason (write \"-: why\")", s.Name, algorithm)
+		}
+		return c, nil
+	}
+	head, _, _ := strings.Cut(code, ":")
+	v, ok := codes[strings.TrimSpace(head)]
+	if !ok {
+		return c, fmt.Errorf("scenario %s: expectation %q of %s is not one of S, Us, Uc, U, X or \"-: reason\"", s.Name, code, algorithm)
+	}
+	c.Expected = v
+	return c, nil
+}
+
+// Validate checks a scenario's own fields and faults.
+func (s Scenario) Validate() error {
+	if s.Name == "" {
+		return fmt.Errorf("scenario without a name")
+	}
+	check := func(where string, fs []faults.Spec) error {
+		for i, f := range fs {
+			if err := f.Validate(); err != nil {
+				return fmt.Errorf("scenario %s: %sfaults[%d]: %w", s.Name, where, i, err)
+			}
+		}
+		return nil
+	}
+	if err := check("", s.Faults); err != nil {
+		return err
+	}
+	for k, v := range s.Variants {
+		if err := check("variants."+k+".", v.Faults); err != nil {
+			return err
+		}
+	}
+	for alg := range s.Expect {
+		if _, err := s.Cell(alg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var catalogue = map[string]Scenario{}
+
+func register(s Scenario) {
+	if err := s.Validate(); err != nil {
+		panic(err)
+	}
+	catalogue[s.Name] = s
+}
+
+// Lookup returns the named scenario of the catalogue.
+func Lookup(name string) (Scenario, error) {
+	s, ok := catalogue[name]
+	if !ok {
+		return s, fmt.Errorf("unknown scenario %q (known: %s; `lockchaos list` shows them)", name, strings.Join(Names(), ", "))
+	}
+	return s, nil
+}
+
+// Names lists the catalogue in its display order.
+func Names() []string {
+	names := make([]string, 0, len(catalogue))
+	for n := range catalogue {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(a, b int) bool { return order(names[a]) < order(names[b]) })
+	return names
+}
+
+// All returns the catalogue in display order.
+func All() []Scenario {
+	out := make([]Scenario, 0, len(catalogue))
+	for _, n := range Names() {
+		out = append(out, catalogue[n])
+	}
+	return out
+}
+
+// displayOrder is DESIGN.md §7's order; scenarios added later sort after it by name.
+var displayOrder = []string{"baseline", "client-crash", "client-pause", "clock-skew", "slow-release",
+	"failover", "restart", "clock-jump", "partition", "latency", "getset-race", "node-kill", "zk-leader-kill"}
+
+func order(name string) string {
+	for i, n := range displayOrder {
+		if n == name {
+			return fmt.Sprintf("%03d", i)
+		}
+	}
+	return "999" + name
+}
+
+func ms(n int) Duration { return Duration(time.Duration(n) * time.Millisecond) }
