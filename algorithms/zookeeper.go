@@ -63,7 +63,13 @@ type nopLogger struct{}
 func (nopLogger) Printf(string, ...any) {}
 
 func newZooKeeper(cfg Config) (Locker, error) {
+	opTimeoutSet := cfg.OpTimeout != 0
 	cfg = cfg.withDefaults()
+	if !opTimeoutSet {
+		// A JVM server answers slower than Redis (much slower while its JIT warms up), so the
+		// default is a third of the session (go-zookeeper gives up on a silent server after 2/3).
+		cfg.OpTimeout = max(cfg.SessionTimeout/3, 50*time.Millisecond)
+	}
 	if len(cfg.Addrs) == 0 {
 		return nil, errors.New("zookeeper: no addresses")
 	}
@@ -160,11 +166,14 @@ var errNodeGone = errors.New("our lock node is gone (session expired)")
 
 // Acquire creates our node and waits until it is the lowest, or ctx ends.
 func (l *zkLocker) Acquire(ctx context.Context) (Lease, error) {
-	if err := l.ensureDir(ctx); err != nil {
-		return Lease{}, fmt.Errorf("zookeeper acquire: %w", err)
-	}
 	for {
 		if err := ctx.Err(); err != nil {
+			return Lease{}, fmt.Errorf("zookeeper acquire: %w", err)
+		}
+		if err := l.waitSession(ctx); err != nil {
+			return Lease{}, fmt.Errorf("zookeeper acquire: %w", err)
+		}
+		if err := l.ensureDir(ctx); err != nil {
 			return Lease{}, fmt.Errorf("zookeeper acquire: %w", err)
 		}
 		path, sid, err := l.create(ctx)
@@ -185,6 +194,24 @@ func (l *zkLocker) Acquire(ctx context.Context) (Lease, error) {
 		l.deleteLater(path, sid)
 		return Lease{}, fmt.Errorf("zookeeper acquire: %w", err)
 	}
+}
+
+// waitSession waits until the client has a session (as Curator blocks until connected), so a
+// create is not queued while reconnecting and then timed out with an unknown outcome.
+func (l *zkLocker) waitSession(ctx context.Context) error {
+	for l.conn.State() != zk.StateHasSession {
+		t := time.NewTimer(5 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("no session (%v): %w", l.conn.State(), ctx.Err())
+		case <-l.closed:
+			t.Stop()
+			return zk.ErrClosing
+		case <-t.C:
+		}
+	}
+	return nil
 }
 
 // create makes our protected ephemeral sequential node and returns its path and session.
@@ -322,6 +349,11 @@ func (l *zkLocker) Release(ctx context.Context, lease Lease) error {
 	}
 	if err := l.cfg.Point(ctx, "release:before-delete"); err != nil {
 		return stopped("release:before-delete", err)
+	}
+	select {
+	case <-l.closed:
+		return ErrNotHeld // Close ended the session; the server deletes its nodes
+	default:
 	}
 	if l.conn.SessionID() != zl.Session {
 		return ErrNotHeld
