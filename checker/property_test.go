@@ -1,0 +1,70 @@
+package checker
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// A correct lock never yields a violation, whatever the interleaving of waiting clients.
+func TestPropertyCorrectLockIsSafe(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 60 {
+		cfg := genConfig{clients: 1 + rng.IntN(8), ops: 40 + rng.IntN(2000), ttl: time.Duration(1+rng.IntN(5)) * time.Millisecond,
+			seed: rng.Uint64(), noise: rng.IntN(2) == 0}
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			r := CheckHistory(generate(cfg), Options{}).Result
+			if r.Verdict != Safe || r.ExclusionViolations+r.ServiceViolations+r.LostUpdates != 0 {
+				t.Fatalf("%+v: verdict %s excl %d svc %d lost %d first %+v lock %s res %s", cfg, r.Verdict,
+					r.ExclusionViolations, r.ServiceViolations, r.LostUpdates, r.FirstViolation, r.LockCheck.Result, r.ResourceCheck.Result)
+			}
+		})
+	}
+}
+
+// One injected overlap is always caught, and classified by its cause.
+func TestPropertyInjectedOverlapCaught(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 80 {
+		kind := injectClient
+		want := ClientClass
+		if i%2 == 1 {
+			kind, want = injectService, ServiceClass
+		}
+		cfg := genConfig{clients: 2 + rng.IntN(7), ops: 40 + rng.IntN(2000), ttl: time.Duration(1+rng.IntN(5)) * time.Millisecond,
+			seed: rng.Uint64(), inject: kind, noise: rng.IntN(2) == 0}
+		cfg.injectAt = rng.IntN(cfg.ops / 4)
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			r := CheckHistory(generate(cfg), Options{}).Result
+			if r.Verdict != Unsafe || r.ViolationClass == nil || *r.ViolationClass != want || r.ExclusionViolations != 1 {
+				t.Fatalf("%+v: verdict %s class %v excl %d svc %d first %+v", cfg, r.Verdict, r.ViolationClass,
+					r.ExclusionViolations, r.ServiceViolations, r.FirstViolation)
+			}
+			if kind == injectService && r.ServiceViolations != 1 {
+				t.Fatalf("service_violations %d, want 1", r.ServiceViolations)
+			}
+			if kind == injectClient && (r.ServiceViolations != 0 || r.LockCheck.Result != "Ok") {
+				t.Fatalf("service_violations %d lock %s, want 0 and Ok", r.ServiceViolations, r.LockCheck.Result)
+			}
+			if r.LostUpdates != 1 || r.ResourceCheck.Result != "Illegal" {
+				t.Fatalf("lost_updates %d resource %s, want 1 and Illegal", r.LostUpdates, r.ResourceCheck.Result)
+			}
+		})
+	}
+}
+
+// A check that runs out of time is unknown, never safe.
+func TestCheckerTimeoutIsUnknown(t *testing.T) {
+	h := generate(genConfig{clients: 50, ops: 40000, ttl: time.Second, seed: 9, noise: true})
+	r := CheckHistory(h, Options{Timeout: time.Nanosecond}).Result
+	if r.Verdict != Unknown {
+		t.Fatalf("verdict %s (lock %s, resource %s), want unknown", r.Verdict, r.LockCheck.Result, r.ResourceCheck.Result)
+	}
+	if r.LockCheck.Result != "Unknown" && r.ResourceCheck.Result != "Unknown" {
+		t.Fatalf("no check timed out: lock %s resource %s", r.LockCheck.Result, r.ResourceCheck.Result)
+	}
+	if len(r.Warnings) == 0 {
+		t.Fatalf("no warning about the timeout")
+	}
+}
