@@ -191,3 +191,26 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("following a matrix cell to its report: loaded %v, err %v", loaded, err)
 	}
 }
+
+// TestBrowserCatchesConsoleErrors guards the guard: a page that logs an error and throws must be
+// seen, or TestBrowser's "no console errors" would pass vacuously.
+func TestBrowserCatchesConsoleErrors(t *testing.T) {
+	ctx, con := browser(t)
+	p := filepath.Join(t.TempDir(), "bad.html")
+	if err := os.WriteFile(p, []byte(`<p>x</p><script>console.error("boom"); undefinedFn();</script>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+p)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var errs []string
+	for len(errs) < 2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		errs = append(errs, con.take()...)
+	}
+	all := strings.Join(errs, "\n")
+	if !strings.Contains(all, "boom") || !strings.Contains(all, "undefinedFn") {
+		t.Fatalf("console listener missed errors; got %q", errs)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"reflect"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -14,8 +15,8 @@ import (
 // writeLinearizability writes porcupine's own visualization of one check, with the run's faults
 // added as annotations, or a page saying why there is none.
 func writeLinearizability(path, what string, lin *checker.Linearization, c checker.Check, m *runModel, v *checker.Violation) error {
-	if lin == nil {
-		reason := "the checker did not produce linearization info for it"
+	if lin == nil || reflect.ValueOf(lin.Info).IsZero() {
+		reason := "the checker did not produce linearization info for it (checked with visualization skipped)"
 		switch c.Result {
 		case "":
 			reason = "the check did not run (it was skipped, or the history had no operations for it)"
