@@ -56,7 +56,8 @@ func (c *client) once(ctx context.Context) error {
 	cancel()
 	if err != nil {
 		if c.stopped(ctx, err) {
-			return errStop // no completion: the outcome stays unknown, as for a dead process
+			c.abandon(ctx, acq, err)
+			return errStop
 		}
 		c.rec.complete(acq, outcome(err), history.Event{Error: err.Error()})
 		if !algorithms.IsUnknown(err) && !errors.Is(err, context.DeadlineExceeded) {
@@ -80,6 +81,7 @@ func (c *client) once(ctx context.Context) error {
 	case err == nil:
 		c.rec.complete(rel, history.TypeOk, history.Event{})
 	case c.stopped(ctx, err):
+		c.abandon(ctx, rel, err)
 		return errStop
 	case errors.Is(err, algorithms.ErrNotHeld):
 		c.rec.complete(rel, history.TypeFail, history.Event{Error: err.Error()})
@@ -124,6 +126,15 @@ func (c *client) criticalSection(ctx context.Context, acq int64, start time.Time
 // rather than an outcome to record.
 func (c *client) stopped(ctx context.Context, err error) bool {
 	return ctx.Err() != nil || errors.Is(err, errCrashed)
+}
+
+// abandon records the end of an operation cut short because the run ended: its outcome is
+// unknown. A crashed client records nothing: a dead process leaves its operation open forever.
+func (c *client) abandon(ctx context.Context, id int64, err error) {
+	if errors.Is(err, errCrashed) {
+		return
+	}
+	c.rec.complete(id, history.TypeInfo, history.Event{Error: "run ended: " + err.Error()})
 }
 
 // outcome maps an error to fail (definitely not applied) or info (unknown).

@@ -34,7 +34,7 @@ type Workload struct {
 	Fencing bool
 	// SessionTimeout is ZooKeeper's session timeout (default TTL).
 	SessionTimeout time.Duration
-	// OpTimeout bounds one request to a server (default: the algorithm's, TTL/10).
+	// OpTimeout bounds one request to a server (default max(TTL/4, 100ms)).
 	OpTimeout time.Duration
 }
 
@@ -115,6 +115,11 @@ func (c Config) withDefaults() (Config, algorithms.Info, error) {
 	}
 	if c.AcquireTimeout == 0 {
 		c.AcquireTimeout = max(2*c.TTL, time.Second)
+	}
+	if c.OpTimeout == 0 {
+		// Generous enough for a loaded 2-core CI machine, short against the TTL so a black-holed
+		// request fails well before the lease ends.
+		c.OpTimeout = max(c.TTL/4, 100*time.Millisecond)
 	}
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = c.TTL

@@ -1,0 +1,56 @@
+# lockchaos — run `make help` for the targets.
+SHELL := /bin/bash
+GO    ?= go
+BIN   := bin/lockchaos
+OUT   ?= reports
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Debian packages the tests and the local backend need.
+DEBS  := redis-server redis-sentinel zookeeper libslf4j-java default-jre-headless chromium
+
+.PHONY: help deps build test test-short run matrix reproduce bench fuzz vet clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+deps: ## install the servers and the browser the tests use (apt-get; sudo when not root)
+	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ] && ! command -v sudo >/dev/null; then \
+	    echo "make deps: need root to install:$$missing (run: apt-get install$$missing)"; exit 1; fi; \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@command -v $(GO) >/dev/null || { echo "make deps: Go is not installed (https://go.dev/doc/install)"; exit 1; }
+
+build: ## build bin/lockchaos
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/lockchaos
+
+vet: ## gofmt and go vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+test: deps vet ## install what the tests need, then run every test (real servers, real browser) with -race
+	LOCKCHAOS_REQUIRE_SERVERS=1 LOCKCHAOS_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 25m ./...
+
+test-short: ## unit tests only (no servers)
+	$(GO) test -short -count=1 ./...
+
+run: deps build ## the main job: the default scenario matrix on the local backend, writing reports/index.html
+	$(BIN) matrix --out $(OUT)
+
+matrix: run ## alias of run
+
+reproduce: deps build ## 20 runs of every cell, with TTD statistics written to BENCHMARKS.md
+	$(GO) run ./internal/reproduce --runs 20 --out $(OUT)/reproduce --bench BENCHMARKS.md
+
+bench: deps ## run the benchmarks; they rewrite their sections of BENCHMARKS.md
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
+
+fuzz: ## run each fuzz test for 20s
+	@for t in $$(grep -rhoE 'func Fuzz[A-Za-z]+' --include '*_test.go' . | sed 's/func //' | sort -u); do \
+	  pkg=$$(grep -rlE "func $$t\(" --include '*_test.go' . | head -1 | xargs dirname); \
+	  echo "== $$t ($$pkg)"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 20s $$pkg || exit 1; done
+
+clean: ## remove build output and reports
+	rm -rf bin $(OUT)

@@ -1,0 +1,181 @@
+package harness_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/harness"
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// run runs cfg and checks its history; a missing server skips the test unless CI requires them.
+func run(t *testing.T, cfg harness.Config) *checker.Result {
+	t.Helper()
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := harness.Run(ctx, cfg)
+	if errors.Is(err, cluster.ErrMissingBinary) && os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") != "1" {
+		t.Skipf("skip: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	h, err := history.ReadFile(res.HistoryPath)
+	if err != nil {
+		t.Fatalf("read history: %v", err)
+	}
+	out := checker.CheckHistory(h, checker.Options{})
+	return &out.Result
+}
+
+// TestBaselineSafe runs every seed algorithm without faults against real servers: hundreds of
+// critical sections, no exclusion violation, no lost update.
+func TestBaselineSafe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	for _, alg := range []string{"setnx", "setnx-expire", "setnx-px", "getset", "token", "redlock", "zookeeper"} {
+		t.Run(alg, func(t *testing.T) {
+			r := run(t, harness.Config{Algorithm: alg, Scenario: "baseline", Seed: 1,
+				Duration: 3 * time.Second, Workload: harness.Workload{Clients: 5, TTL: time.Second,
+					SessionTimeout: 2 * time.Second, Hold: time.Millisecond, Think: time.Millisecond}})
+			t.Logf("%s: %d acquires, %.0f cs/s, p50 %.2f ms, p99 %.2f ms", alg, r.AcquiresOk,
+				r.ThroughputCSPerS, r.AcquireLatencyMs.P50, r.AcquireLatencyMs.P99)
+			if r.Verdict != checker.Safe {
+				t.Errorf("verdict %s, want safe (first violation %+v)", r.Verdict, r.FirstViolation)
+			}
+			if r.AcquiresOk < 200 {
+				t.Errorf("only %d acquisitions in 3s, want hundreds", r.AcquiresOk)
+			}
+			if r.ExclusionViolations != 0 || r.LostUpdates != 0 || r.ServiceViolations != 0 {
+				t.Errorf("exclusion %d, lost %d, service %d: want all 0",
+					r.ExclusionViolations, r.LostUpdates, r.ServiceViolations)
+			}
+		})
+	}
+}
+
+// twoHolders is a deliberately broken lock that lets two clients hold it at once.
+type twoHolders struct{ sem chan struct{} }
+
+func (l *twoHolders) Acquire(ctx context.Context) (algorithms.Lease, error) {
+	select {
+	case l.sem <- struct{}{}:
+		return algorithms.Lease{}, nil
+	case <-ctx.Done():
+		return algorithms.Lease{}, ctx.Err()
+	}
+}
+
+func (l *twoHolders) Release(context.Context, algorithms.Lease) error {
+	<-l.sem
+	return nil
+}
+
+var registerBroken sync.Once
+
+// TestBrokenLockerCaught proves the harness and the exclusion check can fail: a lock that admits
+// two holders must be reported unsafe, with overlapping windows and lost updates.
+func TestBrokenLockerCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	shared := &twoHolders{sem: make(chan struct{}, 2)}
+	registerBroken.Do(func() {
+		algorithms.Register(algorithms.Info{Name: "test-two-holders", Summary: "admits two holders",
+			Topologies: []string{cluster.RedisSingle},
+			New:        func(algorithms.Config) (algorithms.Locker, error) { return shared, nil }})
+	})
+	r := run(t, harness.Config{Algorithm: "test-two-holders", Scenario: "broken", Seed: 3,
+		Duration: time.Second, Workload: harness.Workload{Clients: 4, Hold: 2 * time.Millisecond}})
+	if r.Verdict != checker.Unsafe {
+		t.Fatalf("verdict %s, want unsafe", r.Verdict)
+	}
+	if r.ExclusionViolations == 0 || r.FirstViolation == nil {
+		t.Errorf("exclusion violations %d, first %+v: want the overlap reported", r.ExclusionViolations, r.FirstViolation)
+	}
+	// The lock itself granted a held lock: the service class.
+	if r.ServiceViolations == 0 || r.ViolationClass == nil || *r.ViolationClass != checker.ServiceClass {
+		t.Errorf("service violations %d, class %v: want the illegal grants classed as service", r.ServiceViolations, r.ViolationClass)
+	}
+	if r.LostUpdates == 0 {
+		t.Errorf("no lost update from two concurrent read-increment-write holders")
+	}
+}
+
+// TestHistoryRecordsEveryOperation checks the history's shape: a meta line, every operation an
+// invocation with one completion (or none only while the run ends), critical-section operations
+// tied to an acquire.
+func TestHistoryRecordsEveryOperation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	dir := t.TempDir()
+	run(t, harness.Config{Algorithm: "token", Scenario: "baseline", Seed: 9, Dir: dir,
+		Duration: 500 * time.Millisecond, Workload: harness.Workload{Clients: 3}})
+	h, err := history.ReadFile(filepath.Join(dir, harness.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Meta.Algorithm != "token" || h.Meta.Clients != 3 || h.Meta.Seed != 9 || h.Meta.TTLNs == 0 {
+		t.Errorf("meta %+v", h.Meta)
+	}
+	ops := history.Operations(h.Events)
+	acquires := map[int64]bool{}
+	var last int64
+	for _, e := range h.Events {
+		if e.AtNs < last-int64(time.Millisecond) {
+			t.Fatalf("event at %d long before its predecessor at %d", e.AtNs, last)
+		}
+		last = max(last, e.AtNs)
+	}
+	for _, o := range ops {
+		switch o.Op {
+		case history.OpAcquire:
+			if o.Ok() {
+				acquires[o.ID] = true
+			}
+		case history.OpRead, history.OpWrite, history.OpRelease:
+			if !acquires[o.Acq] {
+				t.Errorf("%s %d runs under acquire %d, which is not a granted acquire", o.Op, o.ID, o.Acq)
+			}
+		}
+		if o.Done == history.Never {
+			t.Errorf("operation %d (%s) has no completion although no client crashed", o.ID, o.Op)
+		}
+	}
+	if len(acquires) < 10 {
+		t.Errorf("only %d acquisitions", len(acquires))
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  harness.Config
+	}{
+		{"unknown algorithm", harness.Config{Algorithm: "nope", Dir: "x"}},
+		{"wrong topology", harness.Config{Algorithm: "token", Topology: cluster.ZooKeeper, Dir: "x"}},
+		{"negative clients", harness.Config{Algorithm: "token", Workload: harness.Workload{Clients: -1}, Dir: "x"}},
+		{"no dir", harness.Config{Algorithm: "token"}},
+		{"bad proxy mode", harness.Config{Algorithm: "token", Proxies: "sometimes", Dir: "x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := harness.Run(context.Background(), tc.cfg)
+			if !errors.Is(err, harness.ErrBadConfig) {
+				t.Errorf("err = %v, want ErrBadConfig", err)
+			}
+		})
+	}
+}
