@@ -29,11 +29,12 @@ import (
 // or delete that timed out, an acquire that gave up) is deleted in the background, by its exact
 // path, until the delete is answered or the session is gone.
 //
-// The lease is the session: TTL and Validity are the session timeout the client asked for (the
-// server may negotiate it into [2, 20] tickTimes). A Curator client cannot know when its session
-// will expire, so Validity, measured from the Acquire call, is only what a careful client can
-// assume. A session that expired (seen on reconnect as a new session id) loses the lock:
-// Release then returns ErrNotHeld.
+// The lease is the session: TTL is the session timeout the client asked for (the server may
+// negotiate it into [2, 20] tickTimes), which is what the server enforces. Validity is 0 (held
+// until released), as in the seed's Curator recipe: InterProcessMutex.acquire returns true and
+// gives its holder no time bound; a holder learns of a lost session only through a
+// connection-state listener, which the recipe does not use. A session that expired (seen on
+// reconnect as a new session id) loses the lock: Release then returns ErrNotHeld.
 //
 // How it fails: a holder cut off from the ensemble (DESIGN §7 partition) or paused past the
 // session timeout (client-pause) loses its session and node while it still believes it holds the
@@ -187,7 +188,7 @@ func (l *zkLocker) Acquire(ctx context.Context) (Lease, error) {
 		switch {
 		case err == nil:
 			st := l.cfg.SessionTimeout
-			return Lease{Validity: st, TTL: st, Data: zkLease{Path: path, Session: sid}}, nil
+			return Lease{TTL: st, Data: zkLease{Path: path, Session: sid}}, nil
 		case errors.Is(err, errNodeGone):
 			continue // the old session took the node with it: start again in the new one
 		}

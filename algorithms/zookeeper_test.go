@@ -21,8 +21,8 @@ func TestZooKeeper(t *testing.T) {
 		a := newLocker(t, c, "zookeeper", 1, "handover", opts{ttl: session})
 		b := newLocker(t, c, "zookeeper", 2, "handover", opts{ttl: session})
 		checkHandOver(t, a, b, func(t *testing.T, l algorithms.Lease) {
-			if l.TTL != session || l.Validity != session || l.Fence != 0 {
-				t.Errorf("lease %+v, want TTL = Validity = session timeout %v, no fence", l, session)
+			if l.TTL != session || l.Validity != 0 || l.Fence != 0 {
+				t.Errorf("lease %+v, want TTL = session timeout %v, Validity 0 (held until released), no fence", l, session)
 			}
 		})
 		// Again, now that B's timed-out waits left nodes to clean up.

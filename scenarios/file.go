@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -37,6 +38,11 @@ func Parse(b []byte) ([]Scenario, error) {
 	if err := dec.Decode(&f); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("empty file (want `scenarios:` with a list of scenarios)")
+		}
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			// One line: "line 3: field colour not found in type scenarios.Scenario; line 7: ..."
+			return nil, fmt.Errorf("%s (the fields are those of lockchaos list --json)", strings.Join(te.Errors, "; "))
 		}
 		return nil, err
 	}

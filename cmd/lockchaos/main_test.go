@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// lockchaos runs the CLI in-process and returns its exit code, stdout and stderr.
+func lockchaos(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// TestBadInput: every kind of bad input gets one line naming the problem, and exit 254.
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	corrupt := filepath.Join(dir, "corrupt")
+	os.MkdirAll(corrupt, 0o755)
+	os.WriteFile(filepath.Join(corrupt, "history.jsonl"), []byte("{\"type\":\"meta\"}\nnot json\n{\"type\":\"ok\",\"id\":1,\"at_ns\":1}\n"), 0o644)
+	badYAML := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(badYAML, []byte("scenarios:\n  - name: x\n    colour: red\n"), 0o644)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no command", nil, "usage"},
+		{"unknown command", []string{"frobnicate"}, "unknown command"},
+		{"unknown algorithm", []string{"run", "--algorithm", "nope"}, `unknown algorithm "nope"`},
+		{"no algorithm", []string{"run"}, "needs --algorithm"},
+		{"unknown scenario", []string{"run", "--algorithm", "token", "--scenario", "nope"}, `unknown scenario "nope"`},
+		{"malformed duration", []string{"run", "--algorithm", "token", "--duration", "5 parsecs"}, "invalid value"},
+		{"negative duration", []string{"run", "--algorithm", "token", "--duration", "-5s"}, "negative"},
+		{"negative clients", []string{"run", "--algorithm", "token", "--clients", "-2"}, "negative"},
+		{"bad backend", []string{"run", "--algorithm", "token", "--backend", "cloud"}, "unknown: use local"},
+		{"bad expect", []string{"run", "--algorithm", "token", "--expect", "fine"}, "--expect"},
+		{"n/a cell", []string{"run", "--algorithm", "token", "--scenario", "zk-leader-kill"}, "does not apply"},
+		{"shard 3/2", []string{"matrix", "--shard", "3/2"}, "--shard"},
+		{"zero runs", []string{"matrix", "--runs", "0"}, "--runs"},
+		{"check without dir", []string{"check"}, "needs one run directory"},
+		{"check of no run", []string{"check", dir}, "no history.jsonl"},
+		{"corrupt history", []string{"check", corrupt}, "line 2"},
+		{"unknown yaml field", []string{"run", "--algorithm", "token", "--scenario", "x", "--scenario-file", badYAML}, "line 3"},
+		{"stray argument", []string{"run", "--algorithm", "token", "now"}, "unexpected argument"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := lockchaos(t, tc.args...)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d (stdout %q, stderr %q)", code, exitUsage, out, errOut)
+			}
+			if !strings.Contains(errOut, tc.want) {
+				t.Errorf("stderr %q does not say %q", errOut, tc.want)
+			}
+			if tc.args != nil && strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+				t.Errorf("want one line, got %q", errOut)
+			}
+		})
+	}
+}
+
+// TestMissingServer: without redis-server on PATH a run says what to install, exit 254.
+func TestMissingServer(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	code, _, errOut := lockchaos(t, "run", "--algorithm", "token", "--out", t.TempDir(), "--quiet")
+	if code != exitUsage || !strings.Contains(errOut, "redis-server") || !strings.Contains(errOut, "install") {
+		t.Errorf("exit %d, stderr %q: want 254 and how to install redis-server", code, errOut)
+	}
+}
+
+func TestListJSON(t *testing.T) {
+	code, out, _ := lockchaos(t, "list", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var l listing
+	if err := json.Unmarshal([]byte(out), &l); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string][]string{}
+	for _, a := range l.Algorithms {
+		names[a.Name] = a.Points
+	}
+	for _, want := range []string{"setnx", "setnx-expire", "setnx-px", "getset", "token", "redlock", "zookeeper"} {
+		if _, ok := names[want]; !ok {
+			t.Errorf("list lacks algorithm %s", want)
+		}
+	}
+	if p := names["setnx-expire"]; len(p) == 0 || p[0] != "acquire:after-setnx" {
+		t.Errorf("setnx-expire points %v, want acquire:after-setnx first", p)
+	}
+	if len(l.Scenarios) < 13 {
+		t.Errorf("%d scenarios, want the catalogue's 13", len(l.Scenarios))
+	}
+}
+
+// TestRunExitsByVerdict: token under client-pause is unsafe of the client class (exit 1), and
+// exits 0 with --expect unsafe. Real servers.
+func TestRunExitsByVerdict(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	out := t.TempDir()
+	code, stdout, stderr := lockchaos(t, "run", "--algorithm", "token", "--scenario", "client-pause", "--seed", "1", "--out", out, "--json")
+	if code != exitInvalid {
+		t.Fatalf("exit %d, want 1 (stderr %s)", code, stderr)
+	}
+	var r struct {
+		Verdict        string  `json:"verdict"`
+		ViolationClass *string `json:"violation_class"`
+		TTDMs          *float64
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != "unsafe" || r.ViolationClass == nil || *r.ViolationClass != "client" {
+		t.Errorf("verdict %s class %v, want unsafe client", r.Verdict, r.ViolationClass)
+	}
+	for _, f := range []string{"history.jsonl", "result.json", "report.html", "linearizability.html"} {
+		if _, err := os.Stat(filepath.Join(out, "client-pause", "token", f)); err != nil {
+			t.Errorf("run wrote no %s: %v", f, err)
+		}
+	}
+	code, _, stderr = lockchaos(t, "run", "--algorithm", "token", "--scenario", "client-pause", "--seed", "1", "--out", out, "--expect", "unsafe", "--quiet")
+	if code != exitValid {
+		t.Errorf("--expect unsafe: exit %d, want 0 (%s)", code, stderr)
+	}
+}
+
+// TestSIGKILLLeavesNothing kills the harness mid-run: no server it started survives, and the
+// history it wrote can still be checked.
+func TestSIGKILLLeavesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	bin := filepath.Join(t.TempDir(), "lockchaos")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	for _, alg := range []string{"token", "zookeeper"} {
+		t.Run(alg, func(t *testing.T) {
+			tmp := t.TempDir() // the run's servers live under TMPDIR: find them by it
+			out := filepath.Join(t.TempDir(), "out")
+			cmd := exec.Command(bin, "run", "--algorithm", alg, "--scenario", "baseline", "--duration", "60s", "--out", out, "--quiet")
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			hist := filepath.Join(out, "baseline", alg, "history.jsonl")
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				if st, err := os.Stat(hist); err == nil && st.Size() > 2000 {
+					break
+				}
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatalf("no history written within 30s")
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if len(procsMentioning(tmp)) == 0 {
+				t.Fatalf("no server process found under %s while running: the test would prove nothing", tmp)
+			}
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			deadline = time.Now().Add(10 * time.Second)
+			for len(procsMentioning(tmp)) > 0 && time.Now().Before(deadline) {
+				time.Sleep(100 * time.Millisecond)
+			}
+			if left := procsMentioning(tmp); len(left) > 0 {
+				t.Errorf("server processes survive SIGKILL of the harness: %v", left)
+			}
+			code, stdout, stderr := lockchaos(t, "check", filepath.Dir(hist))
+			if code != exitValid {
+				t.Errorf("check of the killed run: exit %d, %s %s", code, stdout, stderr)
+			}
+		})
+	}
+}
+
+// procsMentioning lists the command lines of processes whose arguments mention s.
+func procsMentioning(s string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
+}
