@@ -105,7 +105,8 @@ func Plan(specs []Spec, seed int64, d time.Duration) []Planned {
 // Schedule returns the planned timed occurrences.
 func (n *Nemesis) Schedule() []Planned { return n.plan }
 
-// Start arms the faults that need it and starts the timed schedule. Call it before clients run.
+// Start arms the faults that need it, fires the timed faults due at 0, and starts the rest of the
+// timed schedule. Call it before clients run.
 func (n *Nemesis) Start(ctx context.Context) error {
 	ctx, n.cancel = context.WithCancel(ctx)
 	for _, r := range n.rules {
@@ -125,6 +126,12 @@ func (n *Nemesis) Start(ctx context.Context) error {
 	}
 	start := time.Now()
 	for _, p := range n.plan {
+		if p.At == 0 {
+			// Faults at 0 are the scenario's setup (a partition that shapes who reaches which
+			// node): they are in force before the first client runs.
+			n.fire(ctx, n.rules[p.Rule], 0, p.Pick, p.Extra)
+			continue
+		}
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
