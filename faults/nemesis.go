@@ -72,6 +72,12 @@ func New(env Env, specs []Spec, opt Options) (*Nemesis, error) {
 		if err := s.Validate(); err != nil {
 			return nil, fmt.Errorf("fault %d: %w", i+1, err)
 		}
+		if err := checkClients(s.Clients, env.Clients()); err != nil {
+			return nil, fmt.Errorf("fault %d: fault %s: %w", i+1, s.Kind, err)
+		}
+		if s.Client > env.Clients() {
+			return nil, fmt.Errorf("fault %d: fault %s: client is %d, but the run has clients 1..%d", i+1, s.Kind, s.Client, env.Clients())
+		}
 		n.rules = append(n.rules, &rule{spec: s, kind: kinds[s.Kind]})
 	}
 	n.plan = Plan(specs, opt.Seed, opt.Duration)

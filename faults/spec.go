@@ -97,6 +97,15 @@ func (s Spec) Validate() error {
 			return fmt.Errorf("fault %s: %s is negative (%s)", s.Kind, d.name, d.v)
 		}
 	}
+	if s.Client < 0 {
+		return fmt.Errorf("fault %s: client is %d (0 = any client, else a client's number)", s.Kind, s.Client)
+	}
+	if err := checkClients(s.Clients, 0); err != nil {
+		return fmt.Errorf("fault %s: %w", s.Kind, err)
+	}
+	if (s.Clients == "trigger" || s.Clients == "others") && s.Point == "" {
+		return fmt.Errorf("fault %s: clients %q needs point (it is relative to the client at the point)", s.Kind, s.Clients)
+	}
 	if s.Skip < 0 || s.Times < -1 {
 		return fmt.Errorf("fault %s: skip must be ≥ 0 and times ≥ -1", s.Kind)
 	}

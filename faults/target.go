@@ -58,6 +58,21 @@ func selectClients(sel string, n, trigger int, pick uint64) ([]int, error) {
 	case "random":
 		return []int{int(pick%uint64(n)) + 1}, nil
 	}
+	return clientList(sel, n)
+}
+
+// checkClients reports what is wrong with a clients selector; n > 0 bounds the client numbers.
+func checkClients(sel string, n int) error {
+	switch sel {
+	case "", "all", "trigger", "others", "random":
+		return nil
+	}
+	_, err := clientList(sel, n)
+	return err
+}
+
+// clientList reads a list "1,3" or range "2-5" of client numbers; n > 0 bounds them.
+func clientList(sel string, n int) ([]int, error) {
 	var out []int
 	for _, part := range strings.Split(sel, ",") {
 		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
@@ -66,8 +81,12 @@ func selectClients(sel string, n, trigger int, pick uint64) ([]int, error) {
 		if err == nil && isRange {
 			b, err = strconv.Atoi(hi)
 		}
-		if err != nil || a < 1 || b > n || a > b {
-			return nil, fmt.Errorf("clients %q: want trigger, others, all, random, or numbers 1..%d like 1,3 or 2-5", sel, n)
+		if err != nil || a < 1 || (n > 0 && b > n) || a > b {
+			bound := "from 1"
+			if n > 0 {
+				bound = fmt.Sprintf("1..%d", n)
+			}
+			return nil, fmt.Errorf("clients %q: want trigger, others, all, random, or numbers %s like 1,3 or 2-5", sel, bound)
 		}
 		for c := a; c <= b; c++ {
 			out = append(out, c)
