@@ -127,8 +127,11 @@ func init() {
 			"TTL / session timeout, while it holds; it writes when its hold ends.",
 		Reproduces: "Curator's session-expiry caveat; Jepsen",
 		Needs:      "partition > TTL (session timeout), hold > partition",
-		Workload:   std.merge(Workload{Hold: ms(2*ttl + 700), AcquireTimeout: ms(4000)}),
-		Faults:     []faults.Spec{{Kind: "partition", Point: "cs:acquired", For: ms(2*ttl + 300)}},
+		// The holder holds past the partition; grants are then that far apart, so the stuck
+		// limit is above the hold.
+		Workload: std.merge(Workload{Hold: ms(2*ttl + 700), AcquireTimeout: ms(4000),
+			StuckAfter: ms(2500), Tail: ms(1000)}),
+		Faults: []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2*ttl + 300)}},
 		Expect: expect("S: the others stall until it heals", "S", "S", "S", "S", "S",
 			"Uc"),
 	})
