@@ -104,4 +104,3 @@ func TestSpecJSON(t *testing.T) {
 		t.Errorf("bad duration: %v", err)
 	}
 }
-

@@ -1,0 +1,273 @@
+package faults_test
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// TestTimedSchedule shows that timed faults fire near At, repeat by Every up to Times, and heal
+// near At+For, in order. Bounds are coarse: this is a loaded machine.
+func TestTimedSchedule(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
+	env := &testEnv{c: c, clients: 2}
+	const at, dur = 500 * time.Millisecond, 700 * time.Millisecond
+	specs := []faults.Spec{
+		{Kind: "clock-skew", Clients: "1", Amount: ms(time.Second), At: ms(at), For: ms(dur)},
+		{Kind: "partition", Clients: "2", Nodes: "redis-1", At: ms(200 * time.Millisecond),
+			Every: ms(400 * time.Millisecond), Times: 3, For: ms(100 * time.Millisecond)},
+	}
+	n, rec := newNemesis(t, env, specs, 1)
+	wantPlan := []time.Duration{200 * time.Millisecond, at, 600 * time.Millisecond, 1000 * time.Millisecond}
+	var gotPlan []time.Duration
+	for _, p := range n.Schedule() {
+		gotPlan = append(gotPlan, p.At)
+	}
+	if !slices.Equal(gotPlan, wantPlan) {
+		t.Fatalf("Schedule = %v, want %v", gotPlan, wantPlan)
+	}
+	started := rec.now()
+	if err := n.Start(ctxT(t, 20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		spans := rec.spans()
+		if len(spans) == 4 && !slices.ContainsFunc(spans, func(s history.FaultSpan) bool { return s.End == history.Never }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not every occurrence started and ended: %+v", spans)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	n.HealAll()
+
+	spans := rec.spans()
+	var parts []history.FaultSpan
+	for i, s := range spans {
+		rel := func(ns int64) time.Duration { return time.Duration(ns - started).Round(time.Millisecond) }
+		t.Logf("%d %s %s: %v → %v", i, s.Name, s.Target, rel(s.Start), rel(s.End))
+		if s.Error != "" {
+			t.Errorf("%s failed: %s", s.Name, s.Error)
+		}
+		if i > 0 && s.Start < spans[i-1].Start {
+			t.Errorf("occurrence %d started before occurrence %d", i, i-1)
+		}
+		if s.Name == "partition" {
+			parts = append(parts, s)
+		}
+	}
+	skew, _ := rec.span("clock-skew")
+	if s, e := time.Duration(skew.Start-started), time.Duration(skew.End-started); s < at || s > at+1500*time.Millisecond || e < at+dur || e > s+dur+2*time.Second {
+		t.Errorf("clock-skew ran %v → %v, want about %v → %v", s, e, at, at+dur)
+	}
+	if len(parts) != 3 {
+		t.Fatalf("partition fired %d times, want 3", len(parts))
+	}
+	for i, p := range parts {
+		if want := 200*time.Millisecond + time.Duration(i)*400*time.Millisecond; time.Duration(p.Start-started) < want {
+			t.Errorf("partition %d started at %v, before %v", i, time.Duration(p.Start-started), want)
+		}
+		if p.End-p.Start < int64(100*time.Millisecond) || p.Target != "client-2 → redis-1" {
+			t.Errorf("partition %d = %+v, want ≥ 100ms on client-2 → redis-1", i, p)
+		}
+	}
+	if got := env.clockCalls(); !slices.Equal(got, []clockCall{{1, time.Second, 1}, {1, 0, 1}}) {
+		t.Errorf("SetClock calls = %v", got)
+	}
+}
+
+// TestPointSelection shows which Point calls fire an event-triggered fault: only the spec's
+// client (Client), after Skip occurrences, at most Times times.
+func TestPointSelection(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 3, Proxies: true})
+	env := &testEnv{c: c, clients: 3}
+	ctx := ctxT(t, 10*time.Second)
+	n, rec := newNemesis(t, env, []faults.Spec{
+		{Kind: "clock-skew", Point: "cs:acquired", Client: 2, Skip: 1, Times: 2, Amount: ms(time.Second), Clients: "others"},
+	}, 1)
+	for _, call := range []struct {
+		client int
+		point  string
+	}{{1, "cs:acquired"}, {2, "cs:before-write"}, {2, "cs:acquired"}, {2, "cs:acquired"}, {3, "cs:acquired"}, {2, "cs:acquired"}, {2, "cs:acquired"}} {
+		if err := n.Point(ctx, call.client, call.point); err != nil {
+			t.Fatalf("Point(%d, %s) = %v", call.client, call.point, err)
+		}
+	}
+	n.HealAll()
+	spans := rec.spans()
+	if len(spans) != 2 {
+		t.Fatalf("fired %d times, want 2 (client 2's 2nd and 3rd cs:acquired): %+v", len(spans), spans)
+	}
+	for _, s := range spans {
+		if s.Target != "client-1,client-3" || s.End == history.Never || s.Error != "" {
+			t.Errorf("occurrence %+v, want others of client 2, healed", s)
+		}
+	}
+}
+
+// TestPlanDeterministic shows that Plan is a pure function of specs and seed, and that the seed
+// drives the random draws (jitter, "random" selectors).
+func TestPlanDeterministic(t *testing.T) {
+	specs := []faults.Spec{
+		{Kind: "latency", Nodes: "random", Amount: ms(50 * time.Millisecond), At: ms(100 * time.Millisecond),
+			Every: ms(300 * time.Millisecond), Times: -1, For: ms(100 * time.Millisecond), Jitter: ms(200 * time.Millisecond)},
+		{Kind: "kill", Nodes: "random", At: ms(time.Second)},
+		{Kind: "client-pause", Point: "cs:acquired", For: ms(time.Second)}, // event-triggered: not planned
+	}
+	const d = 5 * time.Second
+	a, b, other := faults.Plan(specs, 42, d), faults.Plan(specs, 42, d), faults.Plan(specs, 43, d)
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("same seed, different plans:\n%+v\n%+v", a, b)
+	}
+	if reflect.DeepEqual(a, other) {
+		t.Errorf("seeds 42 and 43 give the same plan %+v", a)
+	}
+	if len(a) != 18 { // latency at 100ms, 400ms, … 4.9s (17), kill at 1s
+		t.Errorf("%d occurrences planned, want 18: %+v", len(a), a)
+	}
+	kills := 0
+	for i, p := range a {
+		if i > 0 && p.At < a[i-1].At {
+			t.Errorf("plan not sorted by At at %d: %+v", i, a)
+		}
+		if p.At > d || p.Kind == "client-pause" {
+			t.Errorf("planned %+v", p)
+		}
+		if p.Kind == "kill" {
+			kills++
+		}
+		if p.Kind == "latency" && (p.Extra < 0 || p.Extra >= 200*time.Millisecond) {
+			t.Errorf("jitter extra %v outside [0, 200ms)", p.Extra)
+		}
+	}
+	if kills != 1 {
+		t.Errorf("kill planned %d times, want once", kills)
+	}
+	env := &testEnv{clients: 1}
+	n, err := faults.New(env, specs, faults.Options{Seed: 42, Duration: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(n.Schedule(), a) {
+		t.Error("New's Schedule differs from Plan with the same seed")
+	}
+}
+
+// TestRandomSelectorsFollowTheSeed fires a fault with "random" client and node selectors on a real
+// 5-node cluster: the same seed picks the same targets, different seeds spread over them.
+func TestRandomSelectorsFollowTheSeed(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, cluster.Spec{Topology: cluster.RedisMulti, Nodes: 5, Clients: 3, Proxies: true})
+	env := &testEnv{c: c, clients: 3}
+	target := func(seed int64) string {
+		n, rec := startNemesis(t, env, []faults.Spec{{Kind: "latency", Clients: "random", Nodes: "random", Amount: ms(time.Millisecond)}}, seed)
+		s := rec.waitStart(t, "latency", 5*time.Second)
+		n.HealAll()
+		if s.Error != "" {
+			t.Errorf("seed %d: %s", seed, s.Error)
+		}
+		return s.Target
+	}
+	seen := map[string]bool{}
+	for seed := int64(1); seed <= 6; seed++ {
+		a, b := target(seed), target(seed)
+		if a != b {
+			t.Errorf("seed %d picked %q, then %q", seed, a, b)
+		}
+		seen[a] = true
+	}
+	t.Logf("targets over 6 seeds: %v", seen)
+	if len(seen) < 2 {
+		t.Errorf("6 seeds all picked %v", seen)
+	}
+}
+
+// TestFailedFaultsAreRecorded shows that a fault that cannot be injected is never a silent no-op:
+// it is a start line with the error and an end line, and the run goes on (Point returns nil and
+// the next fault at the same point still fires).
+func TestFailedFaultsAreRecorded(t *testing.T) {
+	t.Parallel()
+	proxied := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
+	direct := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2})
+	closed := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2})
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t, 20*time.Second)
+	for _, tc := range []struct {
+		name string
+		c    cluster.Cluster
+		spec faults.Spec
+		want string // in the error
+	}{
+		{"kill of an unknown node", proxied, faults.Spec{Kind: "kill", Nodes: "redis-9"}, `no node "redis-9"`},
+		{"restart after Close", closed, faults.Spec{Kind: "restart", Nodes: "redis-1"}, "redis-1"},
+		{"partition without proxies", direct, faults.Spec{Kind: "partition", Clients: "1", Nodes: "redis-1"}, "proxies are off"},
+		{"client-pause without proxies", direct, faults.Spec{Kind: "client-pause", For: ms(time.Hour)}, "proxies are off"},
+		{"failover on redis-single", proxied, faults.Spec{Kind: "failover"}, "replication"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := &testEnv{c: tc.c, clients: 2}
+			tc.spec.Point = "cs:acquired"
+			next := faults.Spec{Kind: "clock-skew", Point: "cs:acquired", Amount: ms(time.Second)}
+			n, rec := newNemesis(t, env, []faults.Spec{tc.spec, next}, 1)
+			if tc.spec.Kind == "failover" {
+				// failover fails when armed: Start reports it, and records it too.
+				err := n.Start(ctx)
+				if err == nil {
+					t.Fatal("Start armed failover on a cluster without replication")
+				}
+				checkFailed(t, rec, "failover:arm", tc.want)
+				return
+			}
+			t0 := time.Now()
+			if err := n.Point(ctx, 1, "cs:acquired"); err != nil {
+				t.Errorf("Point = %v, want nil (the run goes on)", err)
+			}
+			if d := time.Since(t0); d > 5*time.Second {
+				t.Errorf("Point held the client %v for a fault that failed", d)
+			}
+			n.HealAll()
+			checkFailed(t, rec, tc.spec.Kind, tc.want)
+			checkLines(t, rec, "clock-skew", "client-1")
+		})
+	}
+}
+
+// checkFailed asserts that fault name was recorded with an error containing want, and ended.
+func checkFailed(t *testing.T, rec *recorder, name, want string) {
+	t.Helper()
+	var start, end *history.Event
+	events := rec.all()
+	for i, e := range events {
+		if e.Name == name && e.Phase == history.PhaseStart {
+			start = &events[i]
+		}
+		if start != nil && e.Fault == start.Fault && e.Phase == history.PhaseEnd {
+			end = &events[i]
+		}
+	}
+	switch {
+	case start == nil:
+		t.Fatalf("no start line for %s: %+v", name, events)
+	case !strings.Contains(start.Error, want):
+		t.Errorf("%s start error = %q, want it to say %q", name, start.Error, want)
+	case end == nil:
+		t.Errorf("%s has no end line: %+v", name, events)
+	case end.Error == "":
+		t.Errorf("%s end line has no error: %+v", name, end)
+	}
+	if start != nil {
+		t.Logf("%s recorded: %s", name, start.Error)
+	}
+}
