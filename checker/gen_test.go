@@ -24,7 +24,7 @@ type genConfig struct {
 	ttl      time.Duration
 	seed     uint64
 	inject   inject
-	injectAt int // critical section index
+	injectAt int  // critical section index
 	noise    bool // add failed and unknown acquires
 }
 
