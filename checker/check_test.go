@@ -24,10 +24,8 @@ type want struct {
 	stuckStall bool
 }
 
-func ip(n int) *int        { return &n }
-func cp(c Class) *Class    { return &c }
-func sp(s string) *string  { return &s }
-func fp(f float64) float64 { return f }
+func ip(n int) *int     { return &n }
+func cp(c Class) *Class { return &c }
 
 func TestCheckHistories(t *testing.T) {
 	cases := []struct {
