@@ -216,6 +216,9 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 		case <-ctx.Done():
 		case <-time.After(lasting):
 		}
+		if heal == nil {
+			heal = func(context.Context) error { return nil } // end writes the line only for a heal
+		}
 		n.end(id, heal)
 		return ctx.Err()
 	}
@@ -258,11 +261,15 @@ func (n *Nemesis) keepSilently(id int64, heal Heal) {
 // end heals occurrence id (given heal, or the kept one) and records its end, once.
 func (n *Nemesis) end(id int64, heal Heal) {
 	n.mu.Lock()
-	if kept, ok := n.healing[id]; ok {
+	kept, ok := n.healing[id]
+	if ok {
 		heal = kept
 		delete(n.healing, id)
 	}
 	n.mu.Unlock()
+	if !ok && heal == nil {
+		return // HealAll and the For timer raced: the other one healed it and wrote the end
+	}
 	var err error
 	if heal != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -271,3 +271,45 @@ func checkFailed(t *testing.T, rec *recorder, name, want string) {
 		t.Logf("%s recorded: %s", name, start.Error)
 	}
 }
+
+// nodesOnly is a cluster with no nodes, enough for faults that act on clients only (clock-skew).
+type nodesOnly struct{ cluster.Cluster }
+
+func (nodesOnly) Nodes() []cluster.Node { return nil }
+
+// TestOneEndLinePerOccurrence races HealAll against faults whose For runs out at the same moment:
+// each occurrence must still get exactly one end line.
+func TestOneEndLinePerOccurrence(t *testing.T) {
+	const k = 200
+	for round := 0; round < 5; round++ {
+		env := &testEnv{c: nodesOnly{}, clients: 1}
+		specs := make([]faults.Spec, k)
+		for i := range specs {
+			specs[i] = faults.Spec{Kind: "clock-skew", Point: "p", Amount: ms(time.Second), For: ms(20 * time.Millisecond)}
+		}
+		n, rec := newNemesis(t, env, specs, 1)
+		ctx := ctxT(t, 10*time.Second)
+		if err := n.Point(ctx, 1, "p"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+		n.HealAll()
+		ends := map[int64]int{}
+		for _, e := range rec.all() {
+			if e.Phase == history.PhaseEnd {
+				ends[e.Fault]++
+			}
+		}
+		if len(ends) != k {
+			t.Errorf("round %d: %d occurrences ended, want %d", round, len(ends), k)
+		}
+		for id, c := range ends {
+			if c != 1 {
+				t.Fatalf("round %d: occurrence %d has %d end lines", round, id, c)
+			}
+		}
+		if calls := env.clockCalls(); len(calls) != 2*k {
+			t.Errorf("round %d: %d SetClock calls, want %d (one skew and one reset each)", round, len(calls), 2*k)
+		}
+	}
+}
