@@ -135,6 +135,9 @@ func TestHistoryRecordsEveryOperation(t *testing.T) {
 	acquires := map[int64]bool{}
 	var last int64
 	for _, e := range h.Events {
+		if e.Type == history.TypeFault {
+			continue // a harness-stall span is written when it ends, stamped with its start
+		}
 		if e.AtNs < last-int64(time.Millisecond) {
 			t.Fatalf("event at %d long before its predecessor at %d", e.AtNs, last)
 		}

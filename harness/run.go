@@ -122,6 +122,11 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 		return err
 	}
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		watchStalls(runCtx, rec)
+	}()
 	for _, c := range clients {
 		wg.Add(1)
 		go func() {

@@ -49,6 +49,7 @@ func ReadFile(path string) (*History, error) {
 func Read(r io.Reader) (*History, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	h := &History{}
+	seenMeta := false
 	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')
 		if err != nil && err != io.EOF {
@@ -58,38 +59,46 @@ func Read(r io.Reader) (*History, error) {
 		complete := len(line) > 0 && line[len(line)-1] == '\n'
 		line = bytes.TrimSpace(line)
 		if len(line) > 0 {
-			if derr := h.decodeLine(n, line); derr != nil {
-				if last && !complete && n > 1 {
+			derr := h.decodeLine(line, !seenMeta)
+			if derr != nil {
+				derr = &CorruptError{Line: n, Err: derr}
+			}
+			if derr == nil {
+				seenMeta = true
+			} else {
+				if last && !complete && seenMeta {
 					h.Warnings = append(h.Warnings, fmt.Sprintf("line %d is truncated (harness killed mid-write?); skipped", n))
 				} else {
 					return nil, derr
 				}
 			}
-		} else if n == 1 && last {
-			return nil, &CorruptError{Line: 1, Err: errors.New("empty file, no meta line")}
 		}
 		if last {
+			if !seenMeta {
+				return nil, &CorruptError{Line: n, Err: errors.New("no meta line: the file is empty")}
+			}
 			return h, nil
 		}
 	}
 }
 
-func (h *History) decodeLine(n int, line []byte) error {
-	if n == 1 {
+// decodeLine decodes one non-blank line: the meta line when first is set, else an event.
+func (h *History) decodeLine(line []byte, first bool) error {
+	if first {
 		if err := strictUnmarshal(line, &h.Meta); err != nil {
-			return &CorruptError{Line: n, Err: err}
+			return err
 		}
 		if h.Meta.Type != TypeMeta {
-			return &CorruptError{Line: n, Err: fmt.Errorf("first line has type %q, want %q", h.Meta.Type, TypeMeta)}
+			return fmt.Errorf("first line has type %q, want %q", h.Meta.Type, TypeMeta)
 		}
 		return nil
 	}
 	var e Event
 	if err := strictUnmarshal(line, &e); err != nil {
-		return &CorruptError{Line: n, Err: err}
+		return err
 	}
 	if err := e.validate(); err != nil {
-		return &CorruptError{Line: n, Err: err}
+		return err
 	}
 	h.Events = append(h.Events, e)
 	return nil
