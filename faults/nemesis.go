@@ -44,6 +44,7 @@ type Nemesis struct {
 	healing map[int64]Heal // lasting faults not yet healed, by occurrence id
 	silent  map[int64]Heal // heals of faults that never end (crashes), run by HealAll unrecorded
 	stopped bool
+	stop    chan struct{} // closed by HealAll: lasting faults stop waiting for their For
 	wg      sync.WaitGroup
 	cancel  context.CancelFunc
 }
@@ -67,7 +68,7 @@ type Planned struct {
 
 // New validates specs and plans the timed faults.
 func New(env Env, specs []Spec, opt Options) (*Nemesis, error) {
-	n := &Nemesis{env: env, opt: opt, healing: map[int64]Heal{}, silent: map[int64]Heal{}}
+	n := &Nemesis{env: env, opt: opt, healing: map[int64]Heal{}, silent: map[int64]Heal{}, stop: make(chan struct{})}
 	for i, s := range specs {
 		if err := s.Validate(); err != nil {
 			return nil, fmt.Errorf("fault %d: %w", i+1, err)
@@ -228,10 +229,12 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 	case lasting > 0:
 		n.keep(id, heal)
 		n.wg.Add(1)
+		// Not ctx: a point's ctx may end right after the point (Acquire's timeout), and the fault
+		// must still last For, not until HealAll.
 		go func() {
 			defer n.wg.Done()
 			select {
-			case <-ctx.Done(): // HealAll takes over
+			case <-n.stop: // HealAll takes over
 			case <-time.After(lasting):
 				n.end(id, nil)
 			}
@@ -283,6 +286,9 @@ func (n *Nemesis) end(id int64, heal Heal) {
 // held by a blocking fault are released when their own context ends.
 func (n *Nemesis) HealAll() {
 	n.mu.Lock()
+	if !n.stopped {
+		close(n.stop)
+	}
 	n.stopped = true
 	ids := make([]int64, 0, len(n.healing))
 	for id := range n.healing {

@@ -1,6 +1,7 @@
 package faults_test
 
 import (
+	"context"
 	"reflect"
 	"slices"
 	"strings"
@@ -311,5 +312,26 @@ func TestOneEndLinePerOccurrence(t *testing.T) {
 		if calls := env.clockCalls(); len(calls) != 2*k {
 			t.Errorf("round %d: %d SetClock calls, want %d (one skew and one reset each)", round, len(calls), 2*k)
 		}
+	}
+}
+
+// TestForOutlivesTheTriggeringCall fires a lasting fault at a point whose ctx ends right after
+// (an algorithm's point inside Acquire, whose timeout ctx is cancelled when Acquire returns): the
+// fault must still heal after For, not linger until HealAll.
+func TestForOutlivesTheTriggeringCall(t *testing.T) {
+	env := &testEnv{c: nodesOnly{}, clients: 1}
+	const dur = 200 * time.Millisecond
+	n, rec := newNemesis(t, env, []faults.Spec{{Kind: "clock-skew", Point: "acquire:after-setnx", Amount: ms(time.Second), For: ms(dur)}}, 1)
+	actx, cancel := context.WithTimeout(context.Background(), time.Second)
+	if err := n.Point(actx, 1, "acquire:after-setnx"); err != nil {
+		t.Fatal(err)
+	}
+	cancel() // Acquire returned
+	s := rec.waitEnd(t, "clock-skew", 5*time.Second)
+	if d := time.Duration(s.End - s.Start); d < dur {
+		t.Errorf("healed after %v, want ≥ %v", d, dur)
+	}
+	if got := env.clockCalls(); !slices.Equal(got, []clockCall{{1, time.Second, 1}, {1, 0, 1}}) {
+		t.Errorf("SetClock calls = %v, want the skew and its reset", got)
 	}
 }
