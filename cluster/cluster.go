@@ -61,6 +61,10 @@ type Spec struct {
 	ExternalAddrs []string
 	// ZKTickTime is ZooKeeper's tickTime (default 200ms).
 	ZKTickTime time.Duration
+	// RedisImage and ZooKeeperImage are the docker backend's images (default redis:7 and
+	// zookeeper:3.8; `make images` builds lockchaos/redis and lockchaos/zookeeper offline).
+	RedisImage     string
+	ZooKeeperImage string
 }
 
 // Node is one server.

@@ -22,6 +22,8 @@ func Start(ctx context.Context, spec Spec) (Cluster, error) {
 	}
 	switch spec.Backend {
 	case Local:
+	case Docker:
+		return startDocker(ctx, spec)
 	default:
 		return nil, fmt.Errorf("%w: backend %q is not implemented yet (use --backend local)", ErrBadSpec, spec.Backend)
 	}

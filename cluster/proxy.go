@@ -39,11 +39,17 @@ func newProxies() *proxies {
 // the bound address, so a proxy that is stopped (refuse fault) and started again comes back on
 // the same port and clients' addresses stay valid.
 func (ps *proxies) add(k linkKey, upstream string) (string, error) {
+	return ps.addOn(k, "127.0.0.1:0", upstream)
+}
+
+// addOn is add listening on listen (the docker backend's replication link listens on the run
+// network's gateway, where the replica container can reach it).
+func (ps *proxies) addOn(k linkKey, listen, upstream string) (string, error) {
 	name := fmt.Sprintf("c%d-%s", k.client, k.node)
 	if k.client == 0 {
 		name = "replication-" + k.node
 	}
-	p := toxiproxy.NewProxy(ps.server, name, "127.0.0.1:0", upstream)
+	p := toxiproxy.NewProxy(ps.server, name, listen, upstream)
 	if err := p.Start(); err != nil {
 		return "", fmt.Errorf("start proxy %s: %w", name, err)
 	}

@@ -32,7 +32,7 @@ func Requirements(backend string) []Requirement {
 	case External:
 		return nil // the servers are someone else's
 	case Docker:
-		return []Requirement{{Name: "docker backend", Detail: "not implemented in this version", Fix: "use --backend local"}}
+		return dockerRequirements()
 	}
 	return []Requirement{{Name: "backend " + backend, Detail: "unknown backend", Fix: "use local, docker or external"}}
 }

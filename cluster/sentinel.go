@@ -86,39 +86,48 @@ func newSentinelNode(runDir, name string, port int, masterAddr string) *node {
 				return []string{redisSentinelBin, path}, nil
 			}
 		}
-		path, err := writeConfig(n, "sentinel.conf", []string{
-			"bind 127.0.0.1",
-			"protected-mode yes",
-			fmt.Sprintf("port %d", n.port),
-			fmt.Sprintf("dir %s", n.dir),
-			`logfile ""`,
-			"daemonize no",
-			"set-proc-title no",
-			fmt.Sprintf("sentinel monitor %s %s %s 2", sentinelMasterName, host, mport),
-			fmt.Sprintf("sentinel down-after-milliseconds %s 1000", sentinelMasterName),
-			fmt.Sprintf("sentinel failover-timeout %s 3000", sentinelMasterName),
-			fmt.Sprintf("sentinel parallel-syncs %s 1", sentinelMasterName),
-		})
+		path, err := writeConfig(n, "sentinel.conf", sentinelConfig(n.port, n.dir, host, mport))
 		return []string{redisSentinelBin, path}, err
 	}
-	n.ready = func(ctx context.Context) error {
-		if _, err := sentinelMasterAddr(ctx, n.Addr); err != nil {
-			return err
-		}
-		if n.restarted {
-			return nil
-		}
-		// Sentinels find each other through hello messages on the master (every 2 s) and the
-		// replica through the master's INFO; until then a failover cannot reach its quorum.
-		if k, err := sentinelCount(ctx, n.Addr, "SENTINELS"); err != nil || k < 2 {
-			return fmt.Errorf("knows %d other sentinels (%v), want 2", k, err)
-		}
-		if k, err := sentinelCount(ctx, n.Addr, "REPLICAS"); err != nil || k < 1 {
-			return fmt.Errorf("knows %d replicas (%v), want 1", k, err)
-		}
+	n.ready = func(ctx context.Context) error { return sentinelReady(ctx, n.Addr, n.restarted) }
+	return n
+}
+
+// sentinelConfig is the config every sentinel of a run starts from (local and docker backends).
+func sentinelConfig(port int, dir, masterHost, masterPort string) []string {
+	return []string{
+		"bind 127.0.0.1",
+		"protected-mode yes",
+		fmt.Sprintf("port %d", port),
+		fmt.Sprintf("dir %s", dir),
+		`logfile ""`,
+		"daemonize no",
+		"set-proc-title no",
+		fmt.Sprintf("sentinel monitor %s %s %s 2", sentinelMasterName, masterHost, masterPort),
+		fmt.Sprintf("sentinel down-after-milliseconds %s 1000", sentinelMasterName),
+		fmt.Sprintf("sentinel failover-timeout %s 3000", sentinelMasterName),
+		fmt.Sprintf("sentinel parallel-syncs %s 1", sentinelMasterName),
+	}
+}
+
+// sentinelReady says whether the sentinel at addr is ready: it knows the master and, on a fresh
+// start, the other two sentinels and the replica.
+func sentinelReady(ctx context.Context, addr string, restarted bool) error {
+	if _, err := sentinelMasterAddr(ctx, addr); err != nil {
+		return err
+	}
+	if restarted {
 		return nil
 	}
-	return n
+	// Sentinels find each other through hello messages on the master (every 2 s) and the
+	// replica through the master's INFO; until then a failover cannot reach its quorum.
+	if k, err := sentinelCount(ctx, addr, "SENTINELS"); err != nil || k < 2 {
+		return fmt.Errorf("knows %d other sentinels (%v), want 2", k, err)
+	}
+	if k, err := sentinelCount(ctx, addr, "REPLICAS"); err != nil || k < 1 {
+		return fmt.Errorf("knows %d replicas (%v), want 1", k, err)
+	}
+	return nil
 }
 
 func sentinelMasterAddr(ctx context.Context, addr string) (string, error) {

@@ -94,7 +94,7 @@ fingerprint() {
 import() {
 	name=$1 hash=$2 root=$3
 	shift 3
-	set -- --change "LABEL lockchaos.hash=$hash" --change "LABEL lockchaos=image" "$@"
+	set -- --change "LABEL lockchaos.hash=$hash" --change "LABEL lockchaos.image=$name" "$@"
 	# owner root: the files were copied by whoever runs this script.
 	tar -C "$root" --numeric-owner --owner=0 --group=0 -cf - . | docker import "$@" - "$name:latest" >/dev/null
 	size=$(docker image inspect -f '{{.Size}}' "$name:latest")

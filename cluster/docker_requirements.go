@@ -1,0 +1,59 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ory/dockertest/v3"
+)
+
+// dockerRequirements is Requirements(Docker): a reachable daemon (with its version) and, for each
+// kind of server, an image: the default official one or the one `make images` builds offline.
+func dockerRequirements() []Requirement {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	daemon := Requirement{Name: "docker daemon"}
+	pool, err := dockerPool(ctx)
+	if err != nil {
+		daemon.Detail = err.Error()
+		daemon.Fix = "install docker (apt-get install docker.io), start it (systemctl start docker) or set DOCKER_HOST; or use --backend local"
+		return []Requirement{daemon}
+	}
+	daemon.OK = true
+	daemon.Detail = pool.Client.Endpoint()
+	if env, err := pool.Client.Version(); err == nil {
+		daemon.Detail += fmt.Sprintf(" (Docker Engine %s, API %s)", env.Get("Version"), env.Get("ApiVersion"))
+	}
+	return []Requirement{
+		daemon,
+		imageRequirement(pool, "redis image", DefaultRedisImage, "lockchaos/redis", "--redis-image"),
+		imageRequirement(pool, "zookeeper image", DefaultZooKeeperImage, "lockchaos/zookeeper", "--zookeeper-image"),
+	}
+}
+
+// imageRequirement is OK when the official image or the locally built one is present, and says
+// which flag picks the local one.
+func imageRequirement(pool *dockertest.Pool, name, official, local, flag string) Requirement {
+	r := Requirement{Name: name}
+	has := func(image string) string {
+		img, err := pool.Client.InspectImage(image)
+		if err != nil {
+			return ""
+		}
+		return fmt.Sprintf("%s (%d MB, %s)", image, img.Size/1e6, img.Created.Format(time.DateOnly))
+	}
+	o, l := has(official), has(local)
+	switch {
+	case o != "" && l != "":
+		r.OK, r.Detail = true, o+"; "+l+" ("+flag+" "+local+")"
+	case o != "":
+		r.OK, r.Detail = true, o
+	case l != "":
+		r.OK, r.Detail = true, l+"; the default "+official+" is not present: pass "+flag+" "+local
+	default:
+		r.Detail = "neither " + official + " nor " + local + " is present"
+		r.Fix = "run make images (builds " + local + " offline from the host's packages) and pass " + flag + " " + local + ", or docker pull " + official + " where a registry is reachable"
+	}
+	return r
+}

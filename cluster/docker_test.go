@@ -1,0 +1,456 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	dc "github.com/ory/dockertest/v3/docker"
+	"github.com/redis/go-redis/v9"
+)
+
+// The images the tests use: `make images` builds them offline (no registry is reachable here).
+const (
+	testRedisImage = "lockchaos/redis"
+	testZKImage    = "lockchaos/zookeeper"
+)
+
+// needDocker skips the test when docker or an image is missing, unless CI asks for them with
+// LOCKCHAOS_REQUIRE_DOCKER=1, where that is a failure.
+func needDocker(t *testing.T, images ...string) {
+	t.Helper()
+	fail := func(err error) {
+		t.Helper()
+		if os.Getenv("LOCKCHAOS_REQUIRE_DOCKER") == "1" {
+			t.Fatalf("LOCKCHAOS_REQUIRE_DOCKER=1 but: %v", err)
+		}
+		t.Skipf("skip: %v", err)
+	}
+	pool, err := dockerPool(context.Background())
+	if err != nil {
+		fail(err)
+	}
+	for _, img := range images {
+		if err := checkImage(pool, img); err != nil {
+			fail(err)
+		}
+	}
+}
+
+// startDockerCluster starts spec on the docker backend with the local images, fails the test on
+// error, and at the end closes it and checks that no container or network of the run survives.
+func startDockerCluster(t *testing.T, spec Spec) *docker {
+	t.Helper()
+	spec.Backend = Docker
+	spec.RedisImage, spec.ZooKeeperImage = testRedisImage, testZKImage
+	img := testRedisImage
+	if spec.Topology == ZooKeeper {
+		img = testZKImage
+	}
+	needDocker(t, img)
+	if spec.Dir == "" {
+		spec.Dir = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	c, err := Start(ctx, spec)
+	if err != nil {
+		t.Fatalf("Start(%s on docker): %v", spec.Topology, err)
+	}
+	t.Logf("%s on docker (%d nodes, proxies %v) started in %v", spec.Topology, len(c.Nodes()), spec.Proxies, time.Since(t0).Round(time.Millisecond))
+	d := c.(*docker)
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := d.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+		if left := labelled(t, labelRun+"="+d.id); len(left) > 0 {
+			t.Errorf("after Close, docker objects of run %s remain: %v", d.id, left)
+		}
+	})
+	return d
+}
+
+// labelled lists the containers and networks carrying label (k=v), as "container NAME" and
+// "network NAME".
+func labelled(t *testing.T, label string) []string {
+	t.Helper()
+	pool, err := dockerPool(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := pool.Client.ListContainers(dc.ListContainersOptions{All: true, Filters: map[string][]string{"label": {label}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range cs {
+		out = append(out, "container "+strings.Join(c.Names, ","))
+	}
+	ns, err := pool.Client.FilteredListNetworks(dc.NetworkFilterOpts{"label": {label: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ns {
+		out = append(out, "network "+n.Name)
+	}
+	return out
+}
+
+// checkLoopbackOnly fails unless every published port of the node's container is on 127.0.0.1.
+func checkLoopbackOnly(t *testing.T, c *docker, name string) {
+	t.Helper()
+	n, _ := c.node(name)
+	ct, err := c.pool.Client.InspectContainer(n.container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ct.NetworkSettings.Ports) == 0 {
+		t.Errorf("%s publishes no port", name)
+	}
+	for port, bs := range ct.NetworkSettings.Ports {
+		for _, b := range bs {
+			if b.HostIP != "127.0.0.1" {
+				t.Errorf("%s publishes %s on %s:%s, want 127.0.0.1 only", name, port, b.HostIP, b.HostPort)
+			}
+		}
+	}
+}
+
+func TestDockerRedisSingle(t *testing.T) {
+	t.Parallel()
+	c := startDockerCluster(t, Spec{Topology: RedisSingle, Clients: 2, Proxies: true})
+	ctx := ctxT(t, 60*time.Second)
+	nodes := c.Nodes()
+	if len(nodes) != 1 || nodes[0].Name != "redis-1" || !strings.HasPrefix(nodes[0].Addr, "127.0.0.1:") {
+		t.Fatalf("Nodes() = %+v", nodes)
+	}
+	checkLoopbackOnly(t, c, "redis-1")
+	e1, e2 := c.Endpoints(1), c.Endpoints(2)
+	if e1.Addrs[0] == nodes[0].Addr || e1.Addrs[0] == e2.Addrs[0] {
+		t.Fatalf("clients must get their own proxies: node %s, c1 %v, c2 %v", nodes[0].Addr, e1.Addrs, e2.Addrs)
+	}
+	r1 := redisClient(t, e1.Addrs[0], 300*time.Millisecond)
+	r2 := redisClient(t, e2.Addrs[0], 300*time.Millisecond)
+	if err := r1.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("SET through proxy: %v", err)
+	}
+	if v, err := r2.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET through client 2's proxy = %q, %v", v, err)
+	}
+	if m, err := c.Master(ctx); err != nil || m != "redis-1" {
+		t.Fatalf("Master = %q, %v", m, err)
+	}
+	if _, err := c.Link(1, "redis-1"); err != nil {
+		t.Fatalf("Link: %v", err)
+	}
+
+	t.Run("pause", func(t *testing.T) {
+		if err := c.Pause(ctx, "redis-1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := r1.Ping(ctx).Err(); err == nil {
+			t.Error("PING answered while the container is paused")
+		}
+		if err := c.Resume(ctx, "redis-1"); err != nil {
+			t.Fatal(err)
+		}
+		r := redisClient(t, e1.Addrs[0], time.Second)
+		if err := r.Ping(ctx).Err(); err != nil {
+			t.Errorf("PING after resume: %v", err)
+		}
+	})
+
+	t.Run("kill-restart", func(t *testing.T) {
+		if err := c.Kill(ctx, "redis-1"); err != nil {
+			t.Fatal(err)
+		}
+		r := redisClient(t, e1.Addrs[0], 300*time.Millisecond)
+		if err := r.Ping(ctx).Err(); err == nil {
+			t.Error("PING answered after Kill")
+		}
+		t0 := time.Now()
+		if err := c.Restart(ctx, "redis-1"); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("restart took %v", time.Since(t0).Round(time.Millisecond))
+		checkLoopbackOnly(t, c, "redis-1")
+		if n, err := r.DBSize(ctx).Result(); err != nil || n != 0 {
+			t.Errorf("after Restart, through the same proxy: DBSIZE = %d, %v; want an empty server", n, err)
+		}
+		if err := r.Set(ctx, "k2", "v2", 0).Err(); err != nil {
+			t.Errorf("SET after Restart: %v", err)
+		}
+	})
+}
+
+func TestDockerRedisMulti(t *testing.T) {
+	t.Parallel()
+	c := startDockerCluster(t, Spec{Topology: RedisMulti, Nodes: 3, Clients: 1, Proxies: true})
+	ctx := ctxT(t, 30*time.Second)
+	e := c.Endpoints(1)
+	if len(e.Addrs) != 3 {
+		t.Fatalf("Endpoints(1).Addrs = %v", e.Addrs)
+	}
+	for i, a := range e.Addrs {
+		r := redisClient(t, a, time.Second)
+		if err := r.Set(ctx, "k", fmt.Sprint(i), 0).Err(); err != nil {
+			t.Fatalf("SET on node %d: %v", i+1, err)
+		}
+	}
+	for i, a := range e.Addrs { // independent masters: each kept its own value
+		if v, err := redisClient(t, a, time.Second).Get(ctx, "k").Result(); err != nil || v != fmt.Sprint(i) {
+			t.Errorf("GET on node %d = %q, %v", i+1, v, err)
+		}
+	}
+}
+
+func TestDockerSentinel(t *testing.T) {
+	t.Parallel()
+	c := startDockerCluster(t, Spec{Topology: RedisSentinel, Clients: 1, Proxies: true})
+	ctx := ctxT(t, 60*time.Second)
+	e := c.Endpoints(1)
+	if len(e.SentinelAddrs) != 3 || e.MasterName == "" || e.Dial == nil {
+		t.Fatalf("Endpoints(1) = %+v", e)
+	}
+	if _, err := c.ReplicationLink(); err != nil {
+		t.Fatal(err)
+	}
+	rc := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName: e.MasterName, SentinelAddrs: e.SentinelAddrs, Dialer: e.Dial,
+		Protocol: 2, DisableIdentity: true, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
+	})
+	defer rc.Close()
+	if err := rc.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("SET through Sentinel and the proxy: %v", err)
+	}
+	if m, err := c.Master(ctx); err != nil || m != "redis-1" {
+		t.Fatalf("Master = %q, %v", m, err)
+	}
+	// Failover: kill the master; Sentinel promotes the replica and clients follow it.
+	if err := c.Kill(ctx, "redis-1"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := c.Master(ctx)
+		if err == nil && m == "redis-2" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no failover to redis-2: %q, %v", m, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for {
+		err := rc.Set(ctx, "k", "after", 0).Err()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("SET after failover: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestDockerZooKeeper(t *testing.T) {
+	for _, nodes := range []int{1, 3} {
+		t.Run(fmt.Sprint(nodes), func(t *testing.T) {
+			t.Parallel()
+			c := startDockerCluster(t, Spec{Topology: ZooKeeper, Nodes: nodes, Clients: 1, Proxies: true})
+			ctx := ctxT(t, 90*time.Second)
+			for _, n := range c.Nodes() {
+				checkLoopbackOnly(t, c, n.Name)
+			}
+			leader, err := c.Leader(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn, _, err := zk.Connect(c.Endpoints(1).Addrs, 4*time.Second, zk.WithLogInfo(false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := conn.Create("/lockchaos", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+				t.Fatalf("create through the proxies: %v", err)
+			}
+			if nodes == 1 {
+				return
+			}
+			// Kill the leader: the other two elect one; the old leader restarts and rejoins with
+			// its data (the same container).
+			if err := c.Kill(ctx, leader); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				l, err := c.Leader(ctx)
+				if err == nil && l != leader {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("no new leader after killing %s: %v", leader, err)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			t0 := time.Now()
+			if err := c.Restart(ctx, leader); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("restart of %s took %v", leader, time.Since(t0).Round(time.Millisecond))
+			n, _ := c.node(leader)
+			one, _, err := zk.Connect([]string{n.Addr}, 4*time.Second, zk.WithLogInfo(false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer one.Close()
+			if v, _, err := one.Get("/lockchaos"); err != nil || string(v) != "x" {
+				t.Errorf("the restarted member reads %q, %v", v, err)
+			}
+		})
+	}
+}
+
+func TestDockerMissingImage(t *testing.T) {
+	needDocker(t)
+	_, err := Start(context.Background(), Spec{Topology: RedisSingle, Backend: Docker, RedisImage: "lockchaos/no-such-image:1"})
+	if !errors.Is(err, ErrMissingBinary) || !strings.Contains(err.Error(), "make images") {
+		t.Fatalf("Start with a missing image: %v; want ErrMissingBinary naming make images", err)
+	}
+}
+
+func TestDockerRequirements(t *testing.T) {
+	needDocker(t)
+	rs := Requirements(Docker)
+	if len(rs) != 3 || !rs[0].OK || !strings.Contains(rs[0].Detail, "Docker Engine") {
+		t.Fatalf("Requirements(docker) = %+v", rs)
+	}
+	for _, r := range rs {
+		t.Logf("%-16s ok=%v %s", r.Name, r.OK, r.Detail)
+		if !r.OK && r.Fix == "" {
+			t.Errorf("%s: a missing requirement needs a fix: %+v", r.Name, r)
+		}
+	}
+}
+
+const dockerHelperEnv = "LOCKCHAOS_DOCKER_HELPER"
+
+// TestDockerHelperProcess is not a test: TestDockerCleanAfterSIGKILL runs the test binary again
+// with dockerHelperEnv set, and this starts a cluster on docker in that child, reports READY with
+// the run id and waits to be killed.
+func TestDockerHelperProcess(t *testing.T) {
+	topology := os.Getenv(dockerHelperEnv)
+	if topology == "" {
+		t.Skip("helper for TestDockerCleanAfterSIGKILL")
+	}
+	c, err := Start(context.Background(), Spec{Topology: topology, Nodes: 2, Backend: Docker, RedisImage: testRedisImage, Dir: os.TempDir()})
+	if err != nil {
+		fmt.Println("ERROR", strings.ReplaceAll(err.Error(), "\n", " | "))
+		os.Exit(1)
+	}
+	fmt.Println("READY", c.(*docker).id)
+	time.Sleep(time.Minute)
+	os.Exit(3) // never Close: the parent's SIGKILL leaves the containers behind
+}
+
+// TestDockerCleanAfterSIGKILL: a harness killed by SIGKILL leaves its containers and network;
+// CleanDocker (which the next Start also runs) removes them and nothing labelled survives.
+func TestDockerCleanAfterSIGKILL(t *testing.T) {
+	needDocker(t, testRedisImage)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDockerHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), dockerHelperEnv+"="+RedisMulti)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := readLine(out, 60*time.Second)
+	if err != nil || !strings.HasPrefix(line, "READY ") {
+		t.Fatalf("helper: %q, %v", line, err)
+	}
+	run := labelRun + "=" + strings.TrimPrefix(line, "READY ")
+	if got := labelled(t, run); len(got) != 3 {
+		t.Fatalf("want 2 containers and a network of the helper's run, have %v", got)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if got := labelled(t, run); len(got) != 3 {
+		t.Fatalf("SIGKILL alone cannot remove containers; have %v", got)
+	}
+	removed, err := CleanDocker(context.Background())
+	if err != nil {
+		t.Fatalf("CleanDocker: %v", err)
+	}
+	if removed < 3 {
+		t.Errorf("CleanDocker removed %d, want at least the helper's 3", removed)
+	}
+	if left := labelled(t, run); len(left) > 0 {
+		t.Fatalf("after CleanDocker, the killed run's objects remain: %v", left)
+	}
+}
+
+// TestDockerCleanSparesLiveRuns: CleanDocker removes nothing of a run whose harness lives.
+func TestDockerCleanSparesLiveRuns(t *testing.T) {
+	c := startDockerCluster(t, Spec{Topology: RedisSingle})
+	if _, err := CleanDocker(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := labelled(t, labelRun+"="+c.id); len(got) != 2 {
+		t.Fatalf("CleanDocker touched a live run: %v left of its container and network", got)
+	}
+}
+
+func TestOwnerGone(t *testing.T) {
+	if ownerGone(ownerID(os.Getpid())) {
+		t.Error("this process is gone?")
+	}
+	host, _ := os.Hostname()
+	for _, owner := range []string{
+		"", "garbage",
+		fmt.Sprintf("%s/%s/%d/%s", host, "another-boot", os.Getpid(), procStart(os.Getpid())),
+		fmt.Sprintf("%s/%s/%d/%s", host, bootID(), os.Getpid(), "1"), // pid reused
+		fmt.Sprintf("%s/%s/%d/%s", host, bootID(), 1<<22+1, "1"),     // no such pid
+	} {
+		if !ownerGone(owner) {
+			t.Errorf("ownerGone(%q) = false", owner)
+		}
+	}
+	if ownerGone("other-host/x/1/1") {
+		t.Error("a run of another host must be left alone")
+	}
+}
+
+func TestSplitImage(t *testing.T) {
+	for in, want := range map[string][2]string{
+		"redis:7":                 {"redis", "7"},
+		"lockchaos/redis":         {"lockchaos/redis", "latest"},
+		"localhost:5000/redis":    {"localhost:5000/redis", "latest"},
+		"localhost:5000/redis:7a": {"localhost:5000/redis", "7a"},
+	} {
+		if r, tag := splitImage(in); r != want[0] || tag != want[1] {
+			t.Errorf("splitImage(%q) = %q, %q; want %q", in, r, tag, want)
+		}
+	}
+}
+
+func TestRedisArgs(t *testing.T) {
+	got := strings.Join(redisArgs([]string{"port 6379", `save ""`, "bind 0.0.0.0 -::1"}), "|")
+	if want := "--port|6379|--save||--bind|0.0.0.0|-::1"; got != want {
+		t.Errorf("redisArgs = %q, want %q", got, want)
+	}
+}
