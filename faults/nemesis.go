@@ -223,12 +223,33 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 		n.end(id, heal)
 		return ctx.Err()
 	}
-	switch {
-	case heal == nil:
+	if heal == nil {
 		n.record(history.Event{Phase: history.PhaseEnd, Fault: id})
-	case lasting > 0:
-		n.keep(id, heal)
-		n.wg.Add(1)
+	} else {
+		n.keepFor(id, heal, lasting) // lasting 0: until HealAll
+	}
+	return nil
+}
+
+func (n *Nemesis) keep(id int64, heal Heal) { n.keepFor(id, heal, 0) }
+
+// keepFor keeps heal for HealAll and, with lasting > 0, heals after lasting. A fault that was
+// injected while HealAll ran (a timer or a point racing the end of the fault phase) is healed at
+// once: HealAll has taken its list already, and would leave it in force for good.
+func (n *Nemesis) keepFor(id int64, heal Heal, lasting time.Duration) {
+	if heal == nil {
+		heal = func(context.Context) error { return nil }
+	}
+	n.mu.Lock()
+	if n.stopped {
+		n.mu.Unlock()
+		n.end(id, heal)
+		return
+	}
+	defer n.mu.Unlock()
+	n.healing[id] = heal
+	if lasting > 0 {
+		n.wg.Add(1) // under n.mu while not stopped: before HealAll's Wait
 		// Not ctx: a point's ctx may end right after the point (Acquire's timeout), and the fault
 		// must still last For, not until HealAll.
 		go func() {
@@ -239,26 +260,23 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 				n.end(id, nil)
 			}
 		}()
-	default:
-		n.keep(id, heal) // lasts until HealAll
 	}
-	return nil
 }
 
-func (n *Nemesis) keep(id int64, heal Heal) {
-	if heal == nil {
-		heal = func(context.Context) error { return nil }
-	}
-	n.mu.Lock()
-	n.healing[id] = heal
-	n.mu.Unlock()
-}
-
-// keepSilently keeps a heal that HealAll runs without recording an end line.
+// keepSilently keeps a heal that HealAll runs without recording an end line (at once if HealAll
+// has run).
 func (n *Nemesis) keepSilently(id int64, heal Heal) {
 	n.mu.Lock()
-	n.silent[id] = heal
+	stopped := n.stopped
+	if !stopped {
+		n.silent[id] = heal
+	}
 	n.mu.Unlock()
+	if stopped && heal != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_ = heal(ctx)
+		cancel()
+	}
 }
 
 // end heals occurrence id (given heal, or the kept one) and records its end, once.
