@@ -98,6 +98,10 @@ func startDockerOnce(ctx context.Context, spec Spec, pool *dockertest.Pool) (_ *
 	if err != nil {
 		return nil, fmt.Errorf("create docker network: %w", err)
 	}
+	// The create answer holds only the id; the gateway is in the network's inspect.
+	if info, err := pool.Client.NetworkInfo(c.net.Network.ID); err == nil {
+		c.net.Network = info
+	}
 	if ipam := c.net.Network.IPAM.Config; len(ipam) > 0 {
 		c.gateway = ipam[0].Gateway
 	}

@@ -276,7 +276,7 @@ func TestDockerZooKeeper(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			conn, _, err := zk.Connect(c.Endpoints(1).Addrs, 4*time.Second, zk.WithLogInfo(false))
+			conn, _, err := zk.Connect(c.Endpoints(1).Addrs, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(quietZK{}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -308,7 +308,7 @@ func TestDockerZooKeeper(t *testing.T) {
 			}
 			t.Logf("restart of %s took %v", leader, time.Since(t0).Round(time.Millisecond))
 			n, _ := c.node(leader)
-			one, _, err := zk.Connect([]string{n.Addr}, 4*time.Second, zk.WithLogInfo(false))
+			one, _, err := zk.Connect([]string{n.Addr}, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(quietZK{}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -454,3 +454,8 @@ func TestRedisArgs(t *testing.T) {
 		t.Errorf("redisArgs = %q, want %q", got, want)
 	}
 }
+
+// quietZK drops the zk client's reconnect chatter (a killed member is the point of the test).
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}

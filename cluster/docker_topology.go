@@ -131,7 +131,10 @@ func (c *docker) sentinelNode(name string, hostPort int, master string) *dnode {
 		// Names, not addresses: a container's address changes when it is started again.
 		lines := append([]string{"sentinel resolve-hostnames yes", "sentinel announce-hostnames yes"},
 			sentinelConfig(sentinelPort, "/tmp", master, strconv.Itoa(redisPort))...)
-		lines = append(lines, "bind 0.0.0.0", "protected-mode no")
+		// Announced by name too, so the sentinels a client discovers through SENTINEL SENTINELS
+		// are reached through its proxies (Dial), not directly at a container address.
+		lines = append(lines, "bind 0.0.0.0", "protected-mode no",
+			"sentinel announce-ip "+n.container, fmt.Sprintf("sentinel announce-port %d", sentinelPort))
 		quoted := make([]string, len(lines))
 		for i, l := range lines {
 			quoted[i] = "'" + l + "'" // no line has a single quote
