@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -25,19 +26,34 @@ type Info struct {
 	New func(Config) (Locker, error)
 }
 
-var registry = map[string]Info{}
+var (
+	registryMu sync.RWMutex // locktest registers and unregisters while runs look algorithms up
+	registry   = map[string]Info{}
+)
 
 // Register adds an algorithm; it panics on a duplicate name (a programming error).
 func Register(info Info) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
 	if _, dup := registry[info.Name]; dup {
 		panic("algorithms: duplicate " + info.Name)
 	}
 	registry[info.Name] = info
 }
 
+// Unregister removes an algorithm added by Register; an unknown name is ignored. It is for
+// temporary algorithms, such as the user's lock that locktest.Run registers for one test.
+func Unregister(name string) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	delete(registry, name)
+}
+
 // Lookup returns the algorithm with the given name.
 func Lookup(name string) (Info, error) {
+	registryMu.RLock()
 	info, ok := registry[name]
+	registryMu.RUnlock()
 	if !ok {
 		return Info{}, fmt.Errorf("unknown algorithm %q (known: %v; `lockchaos list` shows them)", name, Names())
 	}
@@ -46,6 +62,8 @@ func Lookup(name string) (Info, error) {
 
 // Names lists the registered algorithms, sorted.
 func Names() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
 	names := make([]string, 0, len(registry))
 	for n := range registry {
 		names = append(names, n)
@@ -56,9 +74,14 @@ func Names() []string {
 
 // All returns every registered algorithm, sorted by name.
 func All() []Info {
-	out := make([]Info, 0, len(registry))
-	for _, n := range Names() {
-		out = append(out, registry[n])
+	names := Names()
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	out := make([]Info, 0, len(names))
+	for _, n := range names {
+		if info, ok := registry[n]; ok {
+			out = append(out, info)
+		}
 	}
 	return out
 }
