@@ -137,3 +137,33 @@ func TestClockJump(t *testing.T) {
 		t.Errorf("key without TTL: PTTL = %v, %v, want -1 (no TTL, untouched)", d, err)
 	}
 }
+
+// TestKillLeaderOnZooKeeper resolves the "leader" selector on a real 3-member ensemble when the
+// fault fires: the kill's line names the leader of that moment, and the other two elect a new one.
+func TestKillLeaderOnZooKeeper(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, cluster.Spec{Topology: cluster.ZooKeeper, Nodes: 3, Clients: 1, Proxies: true})
+	env := &testEnv{c: c, clients: 1}
+	ctx := ctxT(t, 40*time.Second)
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, rec := newNemesis(t, env, []faults.Spec{{Kind: "kill", Point: "cs:acquired", Nodes: "leader"}}, 1)
+	if err := n.Point(ctx, 1, "cs:acquired"); err != nil {
+		t.Fatal(err)
+	}
+	checkLines(t, rec, "kill", leader)
+	t0 := time.Now()
+	var now string
+	for time.Since(t0) < 20*time.Second {
+		if now, err = c.Leader(ctx); err == nil && now != leader {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if now == leader || now == "" {
+		t.Fatalf("%v after killing leader %s, Leader = %q, %v", time.Since(t0).Round(time.Millisecond), leader, now, err)
+	}
+	t.Logf("killed leader %s; %s leads %v later", leader, now, time.Since(t0).Round(time.Millisecond))
+}
