@@ -1,7 +1,9 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/lockchaos/lockchaos/history"
@@ -34,7 +36,8 @@ import (
 // make those grants legal and hide the service bug behind a client-class overlap.)
 //
 // Unknown outcomes (info, or no completion) return at infinity and are nondeterministic: the
-// operation may have taken effect or not. Failed acquires and failed releases ("fail", e.g.
+// operation may have taken effect or not. (lockHistory leaves out or caps those whose placement
+// cannot change the answer, which is what keeps the search small on runs with many of them.) Failed acquires and failed releases ("fail", e.g.
 // ErrNotHeld for a release of an expired lease) definitely did not take effect: they are legal in
 // every state and change nothing, so they are left out of the porcupine history altogether, which
 // keeps its search small without changing its answer.
@@ -144,7 +147,86 @@ func partitionBy(n int, part func(any) int) func([]porcupine.Operation) [][]porc
 }
 
 // lockHistory builds the porcupine history of the lock service: one partition per lock name.
-func (r *run) lockHistory() ([]porcupine.Operation, int) {
+//
+// Operations with an unknown outcome return at infinity, so each stays concurrent with every later
+// operation and porcupine tries it, with and without its effect, at every point of the rest of the
+// history: a few of them make the search explode (a slow-release run of setnx-expire, with eight
+// timed-out SETNXs early on, ran out of the 10s timeout where the answer is Illegal). Two
+// reductions remove that cost without changing the answer, i.e. the history is linearizable in
+// the model after the reduction exactly when it was before:
+//
+//   - An unknown acquire U that no (ok or unknown) release refers to is left out. Its effect can
+//     only make later grants harder: let S be the state where U is linearized with its effect
+//     and S' = held(U, e') the state it leaves (e' ≥ S's time bound, U being legal there only if
+//     S's lease can have ended). From S and S' the rest of the history runs in lock step with S
+//     "no more constrained" than S': same holder or U holding in S' (U is never released, so its
+//     holding never enables anything), and a time bound no later. Every acquire legal from S' is
+//     legal from S and leads to the same holder with a bound no later; releases keep the
+//     relation (a release of S's holder frees S, and S' is then either freed too, same holder,
+//     or still held by U). So whenever a linearization with U's effect is legal, the same one
+//     with U taking no effect — which its unknown outcome allows anywhere — is legal too; and
+//     leaving U out is exactly "U takes no effect".
+//   - An unknown release R of acquisition A is capped: its return is set to T, the earliest
+//     return of an ok acquire B of another acquisition on the same lock that was called after A
+//     returned (so B is linearized after A in every order). Any operation called after T is then
+//     linearized after B; had R been linearized after it, R came after B took over from A, so A
+//     was no longer the holder and R was a no-op (only the holder's release frees the lock, and
+//     A can never hold it again). A no-op unknown release can equally be placed anywhere its real
+//     time allows, in particular before T. If R was invoked after T it is a no-op in every order
+//     and is left out. An unknown release of an acquisition that itself returned at infinity is
+//     not capped. This is the "A could no longer be the holder" cap; a cap by A's lease expiry
+//     alone would not be sound in this model, because a release frees the lock from min(its
+//     call, the lease's earliest end), which can be earlier than the expiry bound a later
+//     grant would otherwise have to wait for.
+//
+// With TTL 0 nothing here depends on leases, so the reductions hold unchanged (there is no cap by
+// expiry to get wrong). Failed operations were never in the history (see the top of this file).
+func (r *run) lockHistory() ([]porcupine.Operation, int) { return r.lockHistoryOf(true) }
+
+// lockHistoryOf builds the lock history with or without the reductions (without: for the tests
+// that check the reductions change no answer).
+func (r *run) lockHistoryOf(reduce bool) ([]porcupine.Operation, int) {
+	// Acquisitions some ok or unknown release refers to; and, per lock, the ok acquires in call
+	// order with the suffix minimum of their returns (for the release cap).
+	released := map[int]bool{}
+	type okAcq struct {
+		call, minRet int64
+		i            int
+	}
+	oks := map[string][]okAcq{}
+	for i := range r.ops {
+		o := &r.ops[i]
+		switch {
+		case o.Op == history.OpRelease && o.Status != history.TypeFail:
+			if j, ok := r.acquireOf(o); ok {
+				released[j] = true
+			}
+		case o.Op == history.OpAcquire && o.Status == history.TypeOk:
+			oks[o.Lock] = append(oks[o.Lock], okAcq{call: o.Call, i: i})
+		}
+	}
+	for _, l := range oks {
+		slices.SortFunc(l, func(x, y okAcq) int { return cmp.Compare(x.call, y.call) })
+		m := history.Never
+		for k := len(l) - 1; k >= 0; k-- {
+			m = min(m, r.ops[l[k].i].Return)
+			l[k].minRet = m
+		}
+	}
+	// releaseCap is T for an unknown release of the acquire at index j (Never: no cap).
+	releaseCap := func(j int) int64 {
+		a := &r.ops[j]
+		if a.Return == history.Never {
+			return history.Never
+		}
+		l := oks[a.Lock]
+		k, _ := slices.BinarySearchFunc(l, a.Return+1, func(x okAcq, t int64) int { return cmp.Compare(x.call, t) })
+		if k == len(l) {
+			return history.Never
+		}
+		return l[k].minRet // a itself was called before its return, so it is not among them
+	}
+
 	parts := map[string]int{}
 	var h []porcupine.Operation
 	for i := range r.ops {
@@ -152,15 +234,27 @@ func (r *run) lockHistory() ([]porcupine.Operation, int) {
 		if o.Status == history.TypeFail {
 			continue
 		}
-		in := lockInput{call: o.Call, ret: o.Return, unknown: o.Status != history.TypeOk, client: o.Client}
+		unknown := o.Status != history.TypeOk
+		in := lockInput{call: o.Call, ret: o.Return, unknown: unknown, client: o.Client}
+		ret := o.Return
 		lock := o.Lock
 		switch o.Op {
 		case history.OpAcquire:
+			if reduce && unknown && !released[i] {
+				continue
+			}
 			in.kind, in.acq, in.ttl = lockAcquire, o.ID, r.ttl(o)
 		case history.OpRelease:
 			j, ok := r.acquireOf(o)
 			if !ok {
 				continue
+			}
+			if reduce && unknown {
+				t := releaseCap(j)
+				if t < o.Call {
+					continue
+				}
+				ret = min(ret, t)
 			}
 			// A release belongs to its acquisition's lock, whatever its own line says.
 			in.kind, in.acq, lock = lockRelease, o.Acq, r.ops[j].Lock
@@ -175,7 +269,7 @@ func (r *run) lockHistory() ([]porcupine.Operation, int) {
 		in.part = p
 		h = append(h, porcupine.Operation{
 			ClientId: max(o.Client-1, 0), Input: in, Call: o.Call,
-			Output: string(o.Status), Return: o.Return, Metadata: o.ID,
+			Output: string(o.Status), Return: ret, Metadata: o.ID,
 		})
 	}
 	return h, len(parts)
