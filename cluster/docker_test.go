@@ -261,6 +261,55 @@ func TestDockerSentinel(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// A restarted sentinel is the same container: it remembers the failover at once.
+	if err := c.Restart(ctx, "sentinel-1"); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := sentinelMasterAddr(ctx, c.byName["sentinel-1"].Addr); err != nil || a != c.byName["redis-2"].inner {
+		t.Errorf("restarted sentinel-1 says the master is %q, %v; want redis-2", a, err)
+	}
+	// The old master comes back empty, on a new container address under the same name; the
+	// sentinels find it by name and make it a replica of the new master.
+	if err := c.Restart(ctx, "redis-1"); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	defer func() { t.Logf("redis-1 became a replica %v after its restart", time.Since(t0).Round(time.Millisecond)) }()
+	for {
+		v, err := redisDo(ctx, c.byName["redis-1"].Addr, time.Second, "INFO", "replication")
+		if s, _ := v.(string); err == nil && strings.Contains(s, "role:slave") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("restarted redis-1 never became a replica of redis-2: %v %v", v, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestDockerCrashReport: a container that dies by itself (here: killed behind the cluster's
+// back) is reported to Spec.Log; Kill through the cluster is not.
+func TestDockerCrashReport(t *testing.T) {
+	t.Parallel()
+	var log syncBuffer
+	c := startDockerCluster(t, Spec{Topology: RedisMulti, Nodes: 2, Log: &log})
+	ctx := ctxT(t, 30*time.Second)
+	if err := c.Kill(ctx, "redis-1"); err != nil {
+		t.Fatal(err)
+	}
+	n := c.byName["redis-2"]
+	if err := c.pool.Client.KillContainer(dc.KillContainerOptions{ID: n.container}); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(log.String(), "redis-2") {
+		if ctx.Err() != nil {
+			t.Fatalf("no report of redis-2's death in Spec.Log: %q", log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if s := log.String(); strings.Contains(s, "redis-1") || !strings.Contains(s, "exited by itself") {
+		t.Errorf("Spec.Log = %q; want only redis-2 reported", s)
+	}
 }
 
 func TestDockerZooKeeper(t *testing.T) {
