@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/lockchaos/lockchaos/checker"
 )
 
 // browser starts headless chromium for a test, or skips (fails when LOCKCHAOS_REQUIRE_BROWSER=1,
@@ -178,6 +179,21 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 	screenshot(t, ctx, "index")
+
+	// Porcupine's own page, with the checker's real linearization info and our annotations.
+	hC, _ := pauseRun()
+	oC := checker.CheckHistory(hC, checker.Options{})
+	cdir := filepath.Join(out, "checked")
+	if err := WriteRun(cdir, hC, oC); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{LinearizabilityFile, ResourceLinearizability} {
+		n := open[int](t, ctx, con, filepath.Join(cdir, f), `document.querySelectorAll("#canvas svg").length`)
+		if n == 0 {
+			t.Errorf("%s: porcupine drew nothing", f)
+		}
+		screenshot(t, ctx, "checked-"+strings.TrimSuffix(f, ".html"))
+	}
 	// A cell links to its report, and the link works.
 	err := chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(`[data-cell="client-pause/setnx-px"] a`)),
