@@ -28,6 +28,8 @@ func checkBinaries(topology string) error {
 		need = []Requirement{checkCommand(redisServerBin, "redis-server"), checkCommand(redisSentinelBin, "redis-sentinel")}
 	case ZooKeeper:
 		need = []Requirement{checkCommand(javaBin, "default-jre-headless"), checkFile(zookeeperJar, "zookeeper"), checkFile(slf4jAPIJar, "libslf4j-java")}
+	default:
+		return extraBinaries(topology)
 	}
 	for _, r := range need {
 		if !r.OK {

@@ -50,6 +50,9 @@ func (c *local) Resume(ctx context.Context, name string) error {
 // Master returns the current master: for redis-sentinel as the first sentinel that answers says,
 // for the other redis topologies the first node.
 func (c *local) Master(ctx context.Context) (string, error) {
+	if l, ok, err := c.extraLeader(ctx); ok {
+		return l, err
+	}
 	switch c.spec.Topology {
 	case RedisSentinel:
 		return c.sentinelMaster(ctx)
@@ -61,6 +64,9 @@ func (c *local) Master(ctx context.Context) (string, error) {
 
 // Leader returns the ZooKeeper member whose srvr reports Mode: leader (or standalone).
 func (c *local) Leader(ctx context.Context) (string, error) {
+	if l, ok, err := c.extraLeader(ctx); ok {
+		return l, err
+	}
 	if c.spec.Topology != ZooKeeper {
 		return "", fmt.Errorf("topology %s has no leader (only %s)", c.spec.Topology, ZooKeeper)
 	}

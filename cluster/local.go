@@ -80,6 +80,8 @@ func startLocal(ctx context.Context, spec Spec) (_ *local, err error) {
 		err = c.startSentinelTopology(ctx)
 	case ZooKeeper:
 		err = c.startZooKeeper(ctx)
+	default:
+		err = c.startExtra(ctx)
 	}
 	if err != nil {
 		return nil, err

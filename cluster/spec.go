@@ -49,6 +49,10 @@ func (s Spec) normalize() (Spec, error) {
 			return s, fmt.Errorf("%w: zookeeper with %d nodes (use an odd number: 1 or 3)", ErrBadSpec, s.Nodes)
 		}
 	}
+	s, err := normalizeExtra(s)
+	if err != nil {
+		return s, err
+	}
 	if s.ZKTickTime == 0 {
 		s.ZKTickTime = DefaultZKTickTime
 	}

@@ -1,0 +1,95 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+)
+
+// topology is a topology that plugs itself in from its own file (etcd.go) instead of a case in
+// each of the seed topologies' switches (normalize, checkBinaries, startLocal, Leader). It runs
+// on the local backend only.
+type topology struct {
+	// nodes validates Spec.Nodes and returns it with its default filled in.
+	nodes func(n int) (int, error)
+	// needs lists what this machine must have (the servers' binaries), for Start and doctor.
+	needs func() []Requirement
+	// start adds and launches the data nodes.
+	start func(c *local, ctx context.Context) error
+	// leader names the node that leads now; nil when the topology has none.
+	leader func(c *local, ctx context.Context) (string, error)
+}
+
+var extraTopologies = map[string]topology{}
+
+// registerTopology adds a topology; call it from init.
+func registerTopology(name string, t topology) {
+	if _, dup := extraTopologies[name]; dup {
+		panic("cluster: duplicate topology " + name)
+	}
+	extraTopologies[name] = t
+	Topologies = append(Topologies, name)
+}
+
+// normalizeExtra fills and checks the fields of a spec whose topology registered itself.
+func normalizeExtra(s Spec) (Spec, error) {
+	t, ok := extraTopologies[s.Topology]
+	if !ok {
+		return s, nil
+	}
+	if s.Backend != "" && s.Backend != Local {
+		return s, fmt.Errorf("%w: topology %s runs on the local backend only (use --backend local)", ErrBadSpec, s.Topology)
+	}
+	n, err := t.nodes(s.Nodes)
+	if err != nil {
+		return s, fmt.Errorf("%w: %w", ErrBadSpec, err)
+	}
+	s.Nodes = n
+	return s, nil
+}
+
+// extraRequirements lists what the registered topologies need, for doctor.
+func extraRequirements() []Requirement {
+	var out []Requirement
+	for _, name := range Topologies {
+		if t, ok := extraTopologies[name]; ok {
+			out = append(out, t.needs()...)
+		}
+	}
+	return out
+}
+
+// extraBinaries returns an ErrMissingBinary error naming the first missing piece and its fix.
+func extraBinaries(topology string) error {
+	t, ok := extraTopologies[topology]
+	if !ok {
+		return nil
+	}
+	for _, r := range t.needs() {
+		if !r.OK {
+			return fmt.Errorf("%w: %s (%s)", ErrMissingBinary, r.Detail, r.Fix)
+		}
+	}
+	return nil
+}
+
+// startExtra starts a registered topology's nodes.
+func (c *local) startExtra(ctx context.Context) error {
+	t, ok := extraTopologies[c.spec.Topology]
+	if !ok {
+		return fmt.Errorf("%w: no starter for topology %s", ErrBadSpec, c.spec.Topology)
+	}
+	return t.start(c, ctx)
+}
+
+// extraLeader returns the leader of a registered topology; ok is false for the seed topologies.
+func (c *local) extraLeader(ctx context.Context) (leader string, ok bool, err error) {
+	t, found := extraTopologies[c.spec.Topology]
+	if !found {
+		return "", false, nil
+	}
+	if t.leader == nil {
+		return "", true, fmt.Errorf("topology %s has no leader", c.spec.Topology)
+	}
+	leader, err = t.leader(c, ctx)
+	return leader, true, err
+}
