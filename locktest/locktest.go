@@ -1,0 +1,323 @@
+// Package locktest tests a user's own distributed lock against lockchaos's catalogue of faults
+// with one call in a Go test: Run(t, factory) runs each scenario against real servers.
+//
+// For each scenario Run starts the servers (behind proxies when the scenario faults links), builds
+// one Locker per client with the factory, drives the same workload as `lockchaos run` (acquire,
+// read a shared counter, hold, check the lease by the client's clock, write, release), fires the
+// scenario's faults, checks the recorded history for exclusion, linearizability and liveness
+// violations, and writes an HTML report. Each scenario is a subtest that fails with the verdict,
+// the violation's class, the time to the first violation, what was expected and the report's path.
+//
+// The lock sees lockchaos only through algorithms.Config and algorithms.Lease:
+//
+//   - Config.Addrs (or Config.Sentinel) are this client's own proxied addresses, and Config.Dial,
+//     when set, must be used for every connection, so that a fault can cut one client off.
+//   - Config.TTL is the lease to ask the server for; Config.Clock is the client's clock (read time
+//     through it and the clock-skew scenario can skew yours); Config.Rand is a seeded source.
+//   - Config.Point, called between the steps of Acquire and Release ("release:before-del", ...),
+//     lets a fault stop the client there. The catalogue's faults use the harness's own points
+//     around the critical section, so calling it is optional.
+//   - Lease.TTL is the expiry the server enforces (0 = none) and Lease.Validity how long the holder
+//     may trust the lease from the moment Acquire was called (0 = until released). The checker
+//     trusts both: a lease declared without a TTL never expires, so any overlapping grant is
+//     charged to the lock service; the client writes only while its Validity lasts.
+//   - An error whose outcome is unknown (a timeout after the command was sent) should be an
+//     *algorithms.UnknownError; any other error means the operation did not take effect. Release
+//     returns algorithms.ErrNotHeld when the lease had already expired.
+//   - A Locker that implements algorithms.Closer is closed after each run.
+//
+// # What a pass does not prove
+//
+// Run can give false negatives; a passing subtest means no violation was seen, not that the lock
+// is correct:
+//
+//   - A run is finite: a couple of seconds of faults, a few hundred critical sections, one seed.
+//     A bug that needs a rare interleaving may not show in that time (run again with other seeds:
+//     WithSeed).
+//   - Only the catalogue's faults, at the catalogue's moments: most are aimed at the first holder
+//     at a named point of the critical section. A bug between two of the lock's own server
+//     commands is hit only if the lock calls Config.Point there and a scenario pauses it there.
+//   - Timing: faults are sized from the catalogue's 500 ms TTL. A lock that ignores Config.TTL or
+//     Config.Dial, or retries for longer than the fault lasts, may dodge the fault rather than
+//     survive it. A fault that could not be applied is logged; its scenario proved nothing.
+//   - Servers are the Debian redis-server and ZooKeeper on one machine; a clock jump is emulated
+//     by shifting key TTLs, not by moving a real clock.
+package locktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// Factory builds one client's Locker from what lockchaos gives that client: its own proxied
+// server addresses (or Sentinel), dialer, TTL, clock, named-point hook, random source and lock
+// name (see the package doc). It is called once per client per scenario; the Locker must not
+// share state with the other clients' Lockers beyond the servers, as separate processes would.
+// It returns an error wrapping ErrUnsupported when it cannot run on what Config asks for (e.g.
+// Config.Sentinel), and the scenario is skipped with that error.
+type Factory func(cfg algorithms.Config) (algorithms.Locker, error)
+
+// ErrUnsupported, wrapped by a Factory's error, skips the scenario instead of failing it.
+var ErrUnsupported = errors.New("locktest: unsupported")
+
+// references are the catalogue algorithms whose scenario variants (topology, fault targets) and
+// n/a reasons a user's lock on each topology takes.
+var references = map[string]string{
+	"redis-single":   "token",
+	"redis-sentinel": "token",
+	"redis-multi":    "redlock",
+	"zookeeper":      "zookeeper",
+	"etcd":           "etcd",
+}
+
+var verdicts = []string{"safe", "unsafe", "unsafe-service", "unsafe-client", "stuck", "unknown"}
+
+// seq makes each Run's temporary algorithm name unique in the process.
+var seq atomic.Int64
+
+// Run tests the lock the factory builds against the catalogue's scenarios (or those chosen with
+// WithScenarios). With a *testing.T each scenario is a subtest, t.Run(scenario); they run one
+// after another, since each starts its own servers and timing matters. With any other testing.TB
+// the scenarios run in turn and report on t, each message prefixed with the scenario's name.
+//
+// Every scenario is expected "safe" unless WithExpect or WithExpectationsOf says otherwise, and a
+// subtest fails when the verdict differs. A scenario that does not apply to the lock's topology
+// (the catalogue marks it n/a for the topology's reference algorithm: token on Redis, redlock on
+// redis-multi, zookeeper on ZooKeeper) is skipped with the catalogue's reason. A missing server
+// binary skips, or fails when LOCKCHAOS_REQUIRE_SERVERS=1.
+func Run(t testing.TB, factory Factory, opts ...Option) {
+	t.Helper()
+	c := defaults()
+	for _, o := range opts {
+		o.apply(&c)
+	}
+	plan, err := c.plan()
+	if err != nil {
+		t.Fatalf("locktest: %v", err)
+	}
+	name := register(t, factory, c.topologies)
+	out := c.out
+	if out == "" {
+		out = t.TempDir()
+	}
+	for _, it := range plan {
+		it.cell.Algorithm = name
+		if tt, ok := t.(*testing.T); ok {
+			tt.Run(it.cell.Scenario, func(t *testing.T) {
+				r := runOne(t, it, c, out)
+				switch {
+				case r.skip != "":
+					t.Skip(r.skip)
+				case r.fail != "":
+					t.Error(r.fail)
+				default:
+					t.Log(r.pass)
+				}
+			})
+			continue
+		}
+		r := runOne(t, it, c, out)
+		switch {
+		case r.missing:
+			t.Skipf("%s: %s", it.cell.Scenario, r.skip)
+		case r.skip != "":
+			t.Logf("%s: skipped: %s", it.cell.Scenario, r.skip)
+		case r.fail != "":
+			t.Errorf("%s: %s", it.cell.Scenario, r.fail)
+		default:
+			t.Logf("%s: %s", it.cell.Scenario, r.pass)
+		}
+	}
+}
+
+// item is one scenario of the plan: its cell (the reference algorithm's, expecting the user's
+// verdict) or why it is skipped.
+type item struct {
+	cell scenarios.Cell
+	skip string
+}
+
+// plan resolves the options against the catalogue.
+func (c config) plan() ([]item, error) {
+	if len(c.topologies) == 0 {
+		return nil, errors.New("WithTopology needs at least one topology")
+	}
+	ref, ok := references[c.topologies[0]]
+	if !ok {
+		return nil, fmt.Errorf("topology %q is not one locktest knows (want one of redis-single, redis-multi, zookeeper, redis-sentinel)", c.topologies[0])
+	}
+	if c.expectLike != "" {
+		info, err := algorithms.Lookup(c.expectLike)
+		if err != nil {
+			return nil, fmt.Errorf("WithExpectationsOf: %w", err)
+		}
+		if !slices.Contains(info.Topologies, c.topologies[0]) {
+			return nil, fmt.Errorf("WithExpectationsOf(%q): %s runs on %v, the lock on %s", c.expectLike, c.expectLike, info.Topologies, c.topologies[0])
+		}
+		ref = c.expectLike
+	}
+	if _, err := algorithms.Lookup(ref); err != nil {
+		return nil, fmt.Errorf("topology %s: its reference algorithm: %w", c.topologies[0], err)
+	}
+	for scen, v := range c.expect {
+		if _, err := scenarios.Lookup(scen); err != nil {
+			return nil, fmt.Errorf("WithExpect: %w", err)
+		}
+		if !slices.Contains(verdicts, v) {
+			return nil, fmt.Errorf("WithExpect(%q, %q): want one of %s", scen, v, strings.Join(verdicts, ", "))
+		}
+	}
+	switch {
+	case c.clients < 0:
+		return nil, fmt.Errorf("WithClients(%d): want at least 1", c.clients)
+	case c.duration < 0 || c.ttl < 0:
+		return nil, errors.New("WithDuration and WithTTL want positive durations")
+	}
+	list := scenarios.All()
+	if len(c.scenarios) > 0 {
+		for _, n := range c.scenarios {
+			if _, err := scenarios.Lookup(n); err != nil {
+				return nil, fmt.Errorf("WithScenarios: %w", err)
+			}
+		}
+		list = slices.DeleteFunc(list, func(s scenarios.Scenario) bool { return !slices.Contains(c.scenarios, s.Name) })
+	}
+	var plan []item
+	for _, s := range list {
+		cell, err := s.Cell(ref)
+		if err != nil {
+			return nil, err
+		}
+		it := item{cell: cell}
+		switch {
+		case cell.NA != "":
+			it.skip = fmt.Sprintf("n/a on %s: %s (the catalogue's reason for %s)", c.topologies[0], cell.NA, ref)
+		case cell.Topology != "" && !slices.Contains(c.topologies, cell.Topology):
+			it.skip = fmt.Sprintf("%s runs on %s and the lock is tested on %s; a factory that handles it says so with WithTopology(%q, %q)",
+				s.Name, cell.Topology, strings.Join(c.topologies, ", "), c.topologies[0], cell.Topology)
+		}
+		it.cell.Expected = "safe"
+		if c.expectLike != "" && cell.Expected != "" {
+			it.cell.Expected = cell.Expected
+		}
+		if v, ok := c.expect[s.Name]; ok {
+			it.cell.Expected = v
+		}
+		plan = append(plan, it)
+	}
+	return plan, nil
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// register adds the factory as a temporary algorithm for the rest of the test.
+func register(t testing.TB, factory Factory, topologies []string) string {
+	name := fmt.Sprintf("%s-%d", strings.Trim(unsafeChars.ReplaceAllString(t.Name(), "-"), "-"), seq.Add(1))
+	algorithms.Register(algorithms.Info{
+		Name:       name,
+		Summary:    "a user's lock under locktest (" + t.Name() + ")",
+		Source:     "locktest.Run",
+		Topologies: slices.Clone(topologies),
+		New: func(cfg algorithms.Config) (l algorithms.Locker, err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("factory panicked: %v", p)
+				}
+			}()
+			l, err = factory(cfg)
+			if err == nil && l == nil {
+				err = errors.New("factory returned a nil Locker and no error")
+			}
+			return l, err
+		},
+	})
+	t.Cleanup(func() { algorithms.Unregister(name) })
+	return name
+}
+
+// result is what one scenario came to: skipped (missing: for want of servers), failed, or passed.
+type result struct {
+	skip, fail, pass string
+	missing          bool
+}
+
+func runOne(t testing.TB, it item, c config, out string) result {
+	if it.skip != "" {
+		return result{skip: it.skip}
+	}
+	cell := it.cell
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	rc, _, err := runner.RunCell(ctx, cell, runner.Options{
+		Out: out, Backend: c.backend, Seed: c.seed, Duration: c.duration, Clients: c.clients,
+		TTL: c.ttl, Version: "locktest",
+	}, 0)
+	switch {
+	case errors.Is(err, cluster.ErrMissingBinary):
+		if os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") == "1" {
+			return result{fail: fmt.Sprintf("LOCKCHAOS_REQUIRE_SERVERS=1 but: %v", err)}
+		}
+		return result{skip: err.Error(), missing: true}
+	case errors.Is(err, ErrUnsupported):
+		return result{skip: err.Error()}
+	case err != nil && rc.Result == nil:
+		return result{fail: fmt.Sprintf("the run could not be carried out: %v", err)}
+	}
+	report, _ := filepath.Abs(filepath.Join(runner.Dir(out, cell, 0), "report.html"))
+	msg := describe(rc.Result, cell.Expected, report)
+	for _, fe := range rc.Result.FaultErrors {
+		msg += "\n\tfault not applied (this run proves nothing about it): " + fe
+	}
+	switch {
+	case err != nil:
+		return result{fail: fmt.Sprintf("the run ended early: %v\n\t%s", err, msg)}
+	case !checker.Matches(rc.Result, cell.Expected):
+		return result{fail: msg}
+	}
+	return result{pass: msg}
+}
+
+// describe is the verdict, class, TTD, expectation, numbers and report path of a run.
+func describe(r *checker.Result, expected, report string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "verdict %s", r.Verdict)
+	if r.ViolationClass != nil {
+		fmt.Fprintf(&b, " (%s class", *r.ViolationClass)
+		if len(r.ClassesSeen) > 1 {
+			fmt.Fprintf(&b, "; classes seen %v", r.ClassesSeen)
+		}
+		b.WriteString(")")
+	}
+	fmt.Fprintf(&b, ", expected %s", expected)
+	if r.TTDMs != nil {
+		fmt.Fprintf(&b, "; TTD %.0f ms", *r.TTDMs)
+	}
+	if v := r.FirstViolation; v != nil {
+		fmt.Fprintf(&b, "\n\tfirst violation (%s) at %.0f ms: %s", v.Kind, v.AtMs, v.Explanation)
+	}
+	if r.Verdict == checker.Unknown {
+		b.WriteString("\n\tunknown is never safe: the checker timed out or the run had too few operations")
+	}
+	fmt.Fprintf(&b, "\n\t%d acquires ok, %d failed; %d exclusion violations, %d service violations, %d lost updates; longest stall %.0f ms; seed %d",
+		r.AcquiresOk, r.AcquiresFailed, r.ExclusionViolations, r.ServiceViolations, r.LostUpdates, r.LongestStallMs, r.Seed)
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "\n\twarning: %s", w)
+	}
+	fmt.Fprintf(&b, "\n\treport: %s", report)
+	return b.String()
+}

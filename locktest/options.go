@@ -1,0 +1,115 @@
+package locktest
+
+import (
+	"os"
+	"time"
+)
+
+// An Option changes how Run tests a lock.
+type Option interface {
+	apply(*config)
+}
+
+// optionFunc adapts a function to an Option.
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// config is what the options set. Zero durations and counts keep each scenario's own values.
+type config struct {
+	scenarios  []string
+	duration   time.Duration
+	clients    int
+	ttl        time.Duration
+	backend    string
+	topologies []string
+	expect     map[string]string
+	expectLike string
+	out        string
+	seed       int64
+}
+
+// defaults is every option's default in one place.
+func defaults() config {
+	return config{
+		backend:    "local",
+		topologies: []string{"redis-single"},
+		expect:     map[string]string{},
+		out:        os.Getenv("LOCKCHAOS_REPORTS"), // "" = the test's own temp dir
+		seed:       1,
+	}
+}
+
+// WithScenarios runs only the named scenarios of the catalogue (`lockchaos list` shows them), in
+// the catalogue's order. Default: every scenario that applies to the lock's topology. A named
+// scenario that does not apply is skipped with the catalogue's reason; an unknown name fails.
+func WithScenarios(names ...string) Option {
+	return optionFunc(func(c *config) { c.scenarios = append(c.scenarios, names...) })
+}
+
+// WithDuration sets the fault phase of every run: how long clients run while faults fire, before
+// every fault heals and a liveness window (about 1.5 s at the catalogue's TTL) follows. Default:
+// each scenario's own, 2 s for most (the event-triggered faults hit in the first second).
+func WithDuration(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.duration = d })
+}
+
+// WithClients sets the number of concurrent clients, each with its own Locker from the factory.
+// Default: each scenario's own, 5 for most.
+func WithClients(n int) Option {
+	return optionFunc(func(c *config) { c.clients = n })
+}
+
+// WithTTL sets the lease passed to the factory as Config.TTL. Default: each scenario's own, 500 ms
+// for most. The catalogue sizes its faults from its own TTL (a pause of TTL+400 ms, a jump of one
+// TTL); with a longer TTL some faults end before the lease does and find nothing.
+func WithTTL(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.ttl = d })
+}
+
+// WithBackend chooses how servers are started: "local" (Debian binaries as child processes) or
+// "docker" (containers). Default "local".
+func WithBackend(name string) Option {
+	return optionFunc(func(c *config) { c.backend = name })
+}
+
+// WithTopology says which servers the lock runs on: "redis-single" (one redis-server; the
+// factory gets its address in Config.Addrs[0]), "redis-multi" (five independent masters in
+// Config.Addrs), "zookeeper" (a 3-node ensemble in Config.Addrs) or "redis-sentinel" (a master,
+// a replica and three Sentinels in Config.Sentinel). The first is where the lock runs; the others
+// are topologies it also supports. Default "redis-single" alone, so the failover scenario (which
+// runs on redis-sentinel) is skipped: a factory that handles Config.Sentinel adds it with
+// WithTopology("redis-single", "redis-sentinel").
+func WithTopology(topologies ...string) Option {
+	return optionFunc(func(c *config) { c.topologies = topologies })
+}
+
+// WithExpect sets the verdict expected of the lock in a scenario: "safe", "unsafe",
+// "unsafe-service", "unsafe-client", "stuck" or "unknown". Default "safe" for every scenario: a
+// user lock has no column in the catalogue, and what its author wants to know is whether it is
+// safe. A lock that is unsafe by design under a fault (every lease-based lock under client-pause)
+// says so here, and the subtest then fails if the lock does better or worse than that.
+func WithExpect(scenario, verdict string) Option {
+	return optionFunc(func(c *config) { c.expect[scenario] = verdict })
+}
+
+// WithExpectationsOf takes the expected verdicts from a catalogue algorithm's column (e.g.
+// "token" for a single-Redis lock with owner-checked release): the lock must do as well as that
+// algorithm, and fails where it does differently. WithExpect still wins for its scenario.
+// Default: none (every scenario expects "safe").
+func WithExpectationsOf(algorithm string) Option {
+	return optionFunc(func(c *config) { c.expectLike = algorithm })
+}
+
+// WithOut writes each run's history.jsonl, result.json and report.html under dir, in
+// dir/<scenario>/<lock>/. Default: $LOCKCHAOS_REPORTS when set, else the test's temp dir (removed
+// when the test ends: set LOCKCHAOS_REPORTS to keep the reports of a failing run).
+func WithOut(dir string) Option {
+	return optionFunc(func(c *config) { c.out = dir })
+}
+
+// WithSeed sets the seed of every run (fault targets, client think times, tokens from
+// Config.Rand). Default 1, so a failure reproduces.
+func WithSeed(seed int64) Option {
+	return optionFunc(func(c *config) { c.seed = seed })
+}
