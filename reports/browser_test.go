@@ -194,14 +194,18 @@ func TestBrowser(t *testing.T) {
 		}
 		screenshot(t, ctx, "checked-"+strings.TrimSuffix(f, ".html"))
 	}
-	// A cell links to its report, and the link works.
-	err := chromedp.Do(ctx,
+	// A cell links to its report, and the link works. The step is bounded: a missing element
+	// must fail the test, not hang it.
+	open[int](t, ctx, con, filepath.Join(out, IndexFile), `1`)
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	err := chromedp.Do(cctx,
 		chromedp.Click(chromedp.CSS(`[data-cell="client-pause/setnx-px"] a`)),
 		chromedp.WaitVisible(chromedp.ID("verdict")),
 	)
 	loaded := false
 	if err == nil {
-		loaded, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#first-violation") !== null`))
+		loaded, err = chromedp.Run(cctx, chromedp.Evaluate[bool](`document.querySelector("#first-violation") !== null`))
 	}
 	if err != nil || !loaded {
 		t.Errorf("following a matrix cell to its report: loaded %v, err %v", loaded, err)
