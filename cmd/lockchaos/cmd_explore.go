@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lockchaos/lockchaos/internal/explore"
+)
+
+// cmdExplore sweeps every named point × every fault against one algorithm and shrinks what breaks
+// (internal/explore). Exit 1 when anything unsafe or stuck was found, 0 otherwise.
+func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	var c common
+	var alg, points, kinds string
+	var budget, session time.Duration
+	var runs int
+	var noShrink bool
+	fs := newFlags("explore", &c)
+	fs.StringVar(&alg, "algorithm", "", "algorithm to explore (lockchaos list)")
+	fs.DurationVar(&budget, "budget", 5*time.Minute, "no experiment starts after this much time")
+	fs.DurationVar(&session, "session-timeout", 0, "ZooKeeper session timeout (default max(TTL, 1s))")
+	fs.StringVar(&points, "points", "", "comma-separated named points to explore (default all)")
+	fs.StringVar(&kinds, "faults", "", "comma-separated faults to aim: "+strings.Join(explore.Kinds, ", ")+" (default all)")
+	fs.IntVar(&runs, "runs", 2, "runs per shrink probe: a size breaks the lock if any run does")
+	fs.BoolVar(&noShrink, "no-shrink", false, "survey only: do not shrink the failures found")
+	if err := parse(fs, args); err != nil {
+		return 0, err
+	}
+	outSet, notHere := false, ""
+	fs.Visit(func(f *flag.Flag) {
+		outSet = outSet || f.Name == "out"
+		if f.Name == "duration" || f.Name == "scenario-file" {
+			notHere = f.Name
+		}
+	})
+	if notHere != "" {
+		return 0, usagef("explore sizes each run itself: --%s does not apply (use --budget and --ttl)", notHere)
+	}
+	if err := c.validate(); err != nil {
+		return 0, err
+	}
+	if alg == "" {
+		return 0, usagef("explore needs --algorithm (one of: %s)", joinNames())
+	}
+	if _, err := lookupAlgorithm(alg); err != nil {
+		return 0, err
+	}
+	if budget <= 0 {
+		return 0, usagef("--budget %s: give a positive duration like 5m", budget)
+	}
+	if !outSet {
+		c.out = filepath.Join("reports", "explore", alg)
+	}
+	o := explore.Options{Algorithm: alg, Budget: budget, Out: c.out, TTL: c.ttl, SessionTimeout: session,
+		Clients: c.clients, Seed: c.seed, Points: splitList(points), Faults: splitList(kinds), Runs: runs,
+		NoShrink: noShrink, Backend: c.backend, Proxies: c.proxy, Version: version}
+	if c.external != "" {
+		o.ExternalAddrs = strings.Split(c.external, ",")
+	}
+	if !c.quiet && !c.json {
+		o.Log = stderr
+		fmt.Fprintf(stderr, "lockchaos: exploring %s on %s for up to %s, seed %d, out %s\n", alg, c.backend, budget, c.seed, c.out)
+	}
+	rep, err := explore.Run(ctx, o)
+	if errors.Is(err, explore.ErrBadOptions) {
+		return 0, usagef("%v", err)
+	}
+	if rep == nil {
+		return 0, err
+	}
+	if c.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if jerr := enc.Encode(rep); jerr != nil {
+			return 0, jerr
+		}
+	} else if werr := rep.WriteTable(stdout); werr != nil {
+		return 0, werr
+	}
+	if !c.json {
+		fmt.Fprintf(stdout, "report: %s\n", filepath.Join(c.out, explore.HTMLFile))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "lockchaos: explore stopped early: %v (what ran is reported)\n", err)
+		return exitHarness, nil
+	}
+	if len(rep.Broken()) > 0 {
+		return exitInvalid, nil
+	}
+	return exitValid, nil
+}

@@ -1,0 +1,250 @@
+package explore
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/harness"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// Fault kinds explore aims, in the order the survey runs them: the cheap, fast ones first, the
+// failover (a Sentinel cluster and a multi-second election per run) last.
+const (
+	KindCrash     = "client-crash"
+	KindPause     = "client-pause"
+	KindSlow      = "slow-release"
+	KindPartition = "partition"
+	KindRestart   = "restart"
+	KindClockJump = "clock-jump"
+	KindClockSkew = "clock-skew"
+	KindFailover  = "failover"
+)
+
+// Kinds lists the fault kinds explore knows, in survey order.
+var Kinds = []string{KindCrash, KindPause, KindSlow, KindPartition, KindRestart, KindClockJump, KindClockSkew, KindFailover}
+
+// param names the fault parameter a kind's shrink varies ("" = nothing to shrink).
+var param = map[string]string{
+	KindPause: "pause", KindSlow: "latency", KindPartition: "partition",
+	KindClockJump: "jump", KindClockSkew: "offset",
+}
+
+// setup is what every experiment of one algorithm shares: its topology and the lease a fault
+// must outlast (the TTL, or ZooKeeper's session timeout).
+type setup struct {
+	alg      algorithms.Info
+	topology string
+	clients  int
+	ttl      time.Duration
+	session  time.Duration
+	lease    time.Duration
+	sentinel bool // the algorithm also runs on redis-sentinel: failover applies
+}
+
+func newSetup(info algorithms.Info, o Options) setup {
+	s := setup{alg: info, topology: info.Topologies[0], clients: o.Clients, ttl: o.TTL,
+		session: o.SessionTimeout, lease: o.TTL}
+	s.sentinel = slices.Contains(info.Topologies, "redis-sentinel")
+	if s.topology == "zookeeper" {
+		if s.session == 0 {
+			// Shorter sessions expire spuriously on a loaded 2-core machine (as the catalogue).
+			s.session = max(o.TTL, time.Second)
+		}
+		s.lease = s.session
+	}
+	return s
+}
+
+// points returns the named points in the order a client reaches them: the algorithm's acquire
+// points, the harness's critical-section points, then the algorithm's release points.
+func (s setup) points() []string {
+	var acq, rest []string
+	for _, p := range s.alg.Points {
+		if strings.HasPrefix(p, "acquire:") {
+			acq = append(acq, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	return slices.Concat(acq, harness.Points, rest)
+}
+
+// defaultParam is the size of a kind's fault in the survey: past the lease, as in the catalogue.
+func (s setup) defaultParam(kind string) time.Duration {
+	switch kind {
+	case KindPause:
+		return 2 * s.lease
+	case KindSlow:
+		// A late DEL does harm only while the next holder's lease is valid: between 1 and 2 TTLs.
+		return s.ttl + s.ttl/2
+	case KindPartition:
+		return s.lease + max(s.lease, 300*time.Millisecond)
+	case KindClockJump:
+		return s.ttl
+	case KindClockSkew:
+		return 3 * s.ttl
+	}
+	return 0
+}
+
+// na says why a kind does not apply to this algorithm ("" when it does).
+func (s setup) na(kind string) string {
+	switch kind {
+	case KindRestart:
+		if !s.keyed() {
+			return "no known node holds the key on topology " + s.topology
+		}
+	case KindClockJump:
+		if s.topology == "zookeeper" {
+			return "ZooKeeper sessions do not expire by a server wall clock"
+		}
+		if !s.keyed() {
+			return "no known node holds the key on topology " + s.topology
+		}
+	case KindFailover:
+		if !s.sentinel {
+			return "the algorithm does not run on redis-sentinel (no replication to fail over)"
+		}
+	}
+	return ""
+}
+
+func (s setup) keyed() bool {
+	switch s.topology {
+	case "redis-single", "redis-sentinel", "redis-multi", "zookeeper":
+		return true
+	}
+	return false
+}
+
+// workload is the experiment's workload. It depends on the kind and its survey size only, never on
+// a shrink probe's parameter, so the parameter is the one thing a shrink varies.
+func (s setup) workload(kind string) scenarios.Workload {
+	p := s.defaultParam(kind)
+	hold := 10 * time.Millisecond
+	switch kind {
+	case KindRestart, KindClockJump:
+		// The holder must still hold when the next client is granted (the catalogue's 200 ms of 500).
+		hold = max(hold, s.ttl*2/5)
+	case KindPartition:
+		// The holder writes when its hold ends, after the partition healed.
+		hold = p + 400*time.Millisecond
+	}
+	// The fault fires at the first critical section, so its effect shows by the fault's size plus
+	// the hold; the liveness window after it is long enough for a crashed holder's lease to end.
+	phase := p + hold
+	if kind == KindPartition {
+		phase = hold // the partition falls inside the hold
+	}
+	stuck := max(2*s.lease, 600*time.Millisecond) + hold
+	w := scenarios.Workload{
+		Clients: s.clients, TTL: d(s.ttl), Hold: d(hold), SessionTimeout: d(s.session),
+		Duration: d(phase + s.lease/2 + 300*time.Millisecond), StuckAfter: d(stuck), Tail: d(stuck + 300*time.Millisecond),
+	}
+	if kind == KindPartition {
+		w.AcquireTimeout = d(2*hold + s.lease)
+	}
+	return w
+}
+
+// failoverWorkload is the catalogue's: Sentinel needs ≈2 s to promote the replica, so the TTL and
+// the hold outlast it whatever --ttl says.
+var failoverWorkload = scenarios.Workload{Clients: 3, TTL: d(10 * time.Second), Hold: d(4 * time.Second),
+	Duration: d(5 * time.Second), Tail: d(500 * time.Millisecond), OpTimeout: d(300 * time.Millisecond)}
+
+// scenario builds the plain-data scenario of one experiment with the fault sized v. It is written
+// to explore-scenarios.yaml too, so `lockchaos run --scenario-file` re-runs it.
+func (s setup) scenario(e *Experiment, v time.Duration) scenarios.Scenario {
+	name := e.ID
+	if v != e.Tried.D() {
+		name = fmt.Sprintf("%s-%dms", e.ID, v.Milliseconds())
+	}
+	sc := scenarios.Scenario{Name: name, Workload: s.workload(e.Fault),
+		Summary: fmt.Sprintf("explore %s: %s", s.alg.Name, e.describe(v))}
+	f := faults.Spec{Kind: e.Fault, Point: e.Point}
+	switch e.Fault {
+	case KindPause:
+		f.For = d(v)
+	case KindSlow:
+		f.Amount, f.For = d(v), d(v+s.ttl)
+	case KindPartition:
+		f.Clients, f.For = "trigger", d(v)
+	case KindClockSkew:
+		f.Clients, f.Amount = "2", d(v)
+	case KindClockJump:
+		f.Amount = d(v)
+		f.Nodes = s.holder()
+	case KindRestart:
+		f.Nodes = s.holder()
+	case KindFailover:
+		sc.Workload = failoverWorkload
+		sc.Variants = map[string]scenarios.Variant{s.alg.Name: {Topology: "redis-sentinel"}}
+	}
+	sc.Faults = []faults.Spec{f}
+	if s.topology == "redis-multi" && (e.Fault == KindRestart || e.Fault == KindClockJump) {
+		sc.Faults = s.bareMajority(f)
+	}
+	return sc
+}
+
+// holder names the node that holds the key.
+func (s setup) holder() string {
+	if s.topology == "zookeeper" {
+		return "leader"
+	}
+	return "master"
+}
+
+// bareMajority is the catalogue's Redlock setup for restart and clock-jump (Kleppmann): client 1
+// reaches only redis-1..3 and the others only redis-3..5, so every majority goes through redis-3,
+// and the fault hits redis-3 when client 1 reaches the point. A fault on any one node of a full
+// majority of five would not matter.
+func (s setup) bareMajority(hit faults.Spec) []faults.Spec {
+	hit.Client, hit.Nodes = 1, "redis-3"
+	return []faults.Spec{
+		{Kind: "partition", Clients: "1", Nodes: "redis-4,redis-5"},
+		{Kind: "partition", Clients: fmt.Sprintf("2-%d", s.clients), Nodes: "redis-1,redis-2"},
+		hit,
+	}
+}
+
+// plan lists every (point, fault) pair of the algorithm, in survey order, filtered by o.
+func (s setup) plan(o Options) []*Experiment {
+	var out []*Experiment
+	want := func(list []string, v string) bool { return len(list) == 0 || slices.Contains(list, v) }
+	for _, kind := range Kinds {
+		if !want(o.Faults, kind) {
+			continue
+		}
+		pts := s.points()
+		if kind == KindClockSkew {
+			pts = []string{""} // a clock runs ahead from the start: once per algorithm
+		}
+		for _, p := range pts {
+			if p != "" && !want(o.Points, p) {
+				continue
+			}
+			e := &Experiment{Point: p, Fault: kind, Param: param[kind], Tried: d(s.defaultParam(kind))}
+			e.ID = "explore-" + slug(p, kind)
+			if why := s.na(kind); why != "" {
+				e.Status, e.Skipped = StatusNA, why
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func slug(point, kind string) string {
+	if point == "" {
+		return kind
+	}
+	return strings.NewReplacer(":", "-", "/", "-", " ", "-").Replace(point) + "-" + kind
+}
+
+func d(v time.Duration) scenarios.Duration { return scenarios.Duration(v) }
