@@ -36,6 +36,7 @@ usage:
   lockchaos list [--json]                              algorithms, scenarios, topologies, faults
   lockchaos run --algorithm A --scenario S [flags]     one run; exit by verdict (or by --expect)
   lockchaos matrix [--algorithms a,b] [--scenarios x,y] [--runs R] [--shard i/n] [flags]
+  lockchaos explore --algorithm A [--budget 5m] [--out DIR]  every named point × fault, failures shrunk; exit 1 if any
   lockchaos check DIR                                  re-check a saved run from its history
   lockchaos doctor                                     which backends work here, how to fix the rest
   lockchaos serve DIR [--addr 127.0.0.1:8080]          serve reports on loopback
@@ -77,6 +78,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = cmdRun(ctx, args[1:], stdout, stderr)
 	case "matrix":
 		code, err = cmdMatrix(ctx, args[1:], stdout, stderr)
+	case "explore":
+		code, err = cmdExplore(ctx, args[1:], stdout, stderr)
 	case "check":
 		code, err = cmdCheck(args[1:], stdout)
 	case "doctor":
