@@ -275,7 +275,7 @@ func runOne(t testing.TB, it item, c config, out string) result {
 		return result{skip: err.Error(), missing: true}
 	case errors.Is(err, ErrUnsupported):
 		return result{skip: err.Error()}
-	case err != nil && rc.Result == nil:
+	case err != nil && (rc.Result == nil || rc.Result.Operations == 0):
 		return result{fail: fmt.Sprintf("the run could not be carried out: %v", err)}
 	}
 	report, _ := filepath.Abs(filepath.Join(runner.Dir(out, cell, 0), "report.html"))
