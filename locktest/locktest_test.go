@@ -1,8 +1,10 @@
 package locktest_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -10,7 +12,17 @@ import (
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/locktest"
+	"github.com/redis/go-redis/v9"
 )
+
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+func TestMain(m *testing.M) {
+	redis.SetLogger(quietRedis{}) // dials refused under faults are expected
+	os.Exit(m.Run())
+}
 
 func neverCalled(algorithms.Config) (algorithms.Locker, error) {
 	panic("the factory was called for a scenario that should have been skipped")
