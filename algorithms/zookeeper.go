@@ -64,6 +64,15 @@ type nopLogger struct{}
 func (nopLogger) Printf(string, ...any) {}
 
 func newZooKeeper(cfg Config) (Locker, error) {
+	l, err := newZKLocker(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// newZKLocker connects the recipe's client (shared with zookeeper+fence).
+func newZKLocker(cfg Config) (*zkLocker, error) {
 	opTimeoutSet := cfg.OpTimeout != 0
 	cfg = cfg.withDefaults()
 	if !opTimeoutSet {
