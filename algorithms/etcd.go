@@ -1,0 +1,265 @@
+package algorithms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
+)
+
+const topoEtcd = "etcd"
+
+// etcdLocker is etcd's own lock recipe, go.etcd.io/etcd/client/v3/concurrency.Mutex, as its docs
+// show it: one Session per client (a lease kept alive in the background), and per acquire
+// NewMutex(session, "/lockchaos/<name>").Lock(ctx). Lock puts <prefix>/<lease id> under the
+// session's lease and waits until every key of the prefix with a smaller create revision is
+// deleted; the oldest key holds the lock.
+//
+// Session TTL: etcd leases are whole seconds, so the session asks for ceil(Config.TTL) seconds
+// (the catalogue's 500 ms becomes 1 s); the server may raise it to its floor of 1.5 election
+// timeouts (750 ms on the lockchaos etcd topology, 2 s with etcd's defaults). Lease.TTL is what
+// the server granted.
+//
+// Fence: the lock key's create revision. The holder's key is the oldest of the prefix, so every
+// later holder's key was created later and has a larger revision (etcd's docs name it as the
+// fencing token; Mutex.Header().Revision grows as well, but only the create revision can be
+// checked by the resource against etcd itself).
+//
+// Validity is 0 (held until released): Lock returns with no time bound and the session renews
+// the lease in the background, so a holder cannot tell from its own clock when it stops holding.
+// That is Jepsen's etcd 3.4.3 finding (jepsen.io/analyses/etcd-3.4.3): a client paused or cut off
+// past its lease TTL loses the lock while it still believes it holds it, and etcd locks are safe
+// only with fencing.
+//
+// Release deletes the key as Mutex.Unlock does, guarded by the mutex's IsOwner comparison so it
+// can tell ErrNotHeld (the lease expired) from a delete. The recipe is idempotent within a
+// session: a Lock whose outcome is unknown leaves at most our own key, which the next Lock of the
+// same session takes over instead of queueing behind it.
+type etcdLocker struct {
+	cfg    Config
+	cli    *clientv3.Client
+	ttl    int // the session TTL asked for, in seconds
+	prefix string
+	life   context.Context // the sessions' keepalives live as long as the locker
+	stop   context.CancelFunc
+	busy   chan struct{} // one Lock in flight: a late one finishes before the next starts
+	wg     sync.WaitGroup
+
+	mu   sync.Mutex
+	sess *concurrency.Session
+	gttl time.Duration // the TTL the server granted to sess
+}
+
+// etcdLease is the Lease.Data of the etcd algorithm.
+type etcdLease struct {
+	Key   string
+	owner clientv3.Cmp // the key still has our create revision
+}
+
+// etcdSessionTTL is the session TTL for a lock TTL: whole seconds, rounded up, at least 1.
+func etcdSessionTTL(ttl time.Duration) int {
+	return max(int(math.Ceil(ttl.Seconds())), 1)
+}
+
+func newEtcd(cfg Config) (Locker, error) {
+	cfg = cfg.withDefaults()
+	if len(cfg.Addrs) == 0 {
+		return nil, errors.New("etcd: no addresses")
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   cfg.Addrs,
+		DialTimeout: max(cfg.OpTimeout, 2*time.Second),
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcd: %w", err)
+	}
+	life, stop := context.WithCancel(context.Background())
+	return &etcdLocker{
+		cfg: cfg, cli: cli, ttl: etcdSessionTTL(cfg.TTL), prefix: "/lockchaos/" + cfg.Name,
+		life: life, stop: stop, busy: make(chan struct{}, 1),
+	}, nil
+}
+
+// Close stops the session's keepalives (the server expires its lease) and closes the client.
+func (l *etcdLocker) Close() error {
+	l.stop()
+	err := l.cli.Close()
+	l.wg.Wait()
+	return err
+}
+
+// session returns the live session, or a new one when there is none or its lease is gone.
+func (l *etcdLocker) session(ctx context.Context) (*concurrency.Session, time.Duration, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.sess != nil {
+		select {
+		case <-l.sess.Done():
+			l.sess = nil // the keepalive saw the lease expire (or gave up on it)
+		default:
+			return l.sess, l.gttl, nil
+		}
+	}
+	// Grant under our own timeout: NewSession would grant under the session's lifetime context.
+	// A grant whose answer is lost leaves a lease without keys, which expires harmlessly.
+	gctx, cancel := context.WithTimeout(ctx, max(l.cfg.OpTimeout, time.Duration(l.ttl)*time.Second/2))
+	defer cancel()
+	g, err := l.cli.Grant(gctx, int64(l.ttl))
+	if err != nil {
+		return nil, 0, fmt.Errorf("grant a %ds lease: %w", l.ttl, err)
+	}
+	s, err := concurrency.NewSession(l.cli, concurrency.WithLease(g.ID), concurrency.WithTTL(l.ttl), concurrency.WithContext(l.life))
+	if err != nil {
+		return nil, 0, fmt.Errorf("session: %w", err)
+	}
+	l.sess, l.gttl = s, time.Duration(g.TTL)*time.Second
+	return s, l.gttl, nil
+}
+
+// dropSession forgets s (its lease is gone) so the next acquire starts a new one.
+func (l *etcdLocker) dropSession(s *concurrency.Session) {
+	l.mu.Lock()
+	if l.sess == s {
+		l.sess = nil
+	}
+	l.mu.Unlock()
+	s.Orphan()
+}
+
+// Acquire is Mutex.Lock(ctx) in the client's session.
+func (l *etcdLocker) Acquire(ctx context.Context) (Lease, error) {
+	for {
+		lease, retry, err := l.lock(ctx)
+		if !retry || ctx.Err() != nil {
+			return lease, err
+		}
+	}
+}
+
+// lock runs one Mutex.Lock; retry is true when the session was gone and a new one may succeed.
+func (l *etcdLocker) lock(ctx context.Context) (_ Lease, retry bool, _ error) {
+	select {
+	case l.busy <- struct{}{}:
+	case <-ctx.Done():
+		return Lease{}, false, fmt.Errorf("etcd acquire: the previous acquire is still in flight: %w", ctx.Err())
+	}
+	s, ttl, err := l.session(ctx)
+	if err != nil {
+		<-l.busy
+		return Lease{}, false, fmt.Errorf("etcd acquire: %w", err)
+	}
+	m := concurrency.NewMutex(s, l.prefix)
+	done := make(chan error, 1)
+	var abandoned atomic.Bool
+	l.wg.Go(func() {
+		defer func() { <-l.busy }()
+		err := m.Lock(ctx)
+		if err == nil && abandoned.Load() {
+			// Granted after we gave up waiting: give it back, or the next Lock of this session
+			// takes the key over.
+			uctx, cancel := context.WithTimeout(l.life, l.cfg.OpTimeout)
+			_ = m.Unlock(uctx)
+			cancel()
+		}
+		done <- err
+	})
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		// Lock cleans up after a cancelled wait with an unbounded delete; give it OpTimeout.
+		t := time.NewTimer(l.cfg.OpTimeout)
+		select {
+		case err = <-done:
+			t.Stop()
+		case <-t.C:
+			abandoned.Store(true)
+			return Lease{}, false, &UnknownError{Op: "etcd lock (still in flight)", Err: ctx.Err()}
+		}
+	}
+	if err == nil {
+		owner := m.IsOwner()
+		return Lease{Fence: createRevision(owner, m.Header()), TTL: ttl, Data: etcdLease{Key: m.Key(), owner: owner}}, false, nil
+	}
+	err = fmt.Errorf("etcd acquire: %w", err)
+	switch {
+	case errors.Is(err, concurrency.ErrSessionExpired):
+		l.dropSession(s) // Lock found our key gone with the lease
+		return Lease{}, true, err
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		l.dropSession(s) // the put was refused: the lease expired before it
+		return Lease{}, true, err
+	case m.Key() == "\x00":
+		return Lease{}, false, err // Lock's own cleanup deleted our key
+	case etcdDefinite(err):
+		return Lease{}, false, err
+	}
+	return Lease{}, false, &UnknownError{Op: "etcd lock", Err: err}
+}
+
+// createRevision is the lock key's create revision, which IsOwner compares against.
+func createRevision(owner clientv3.Cmp, hdr *pb.ResponseHeader) uint64 {
+	if cr, ok := owner.TargetUnion.(*pb.Compare_CreateRevision); ok && cr.CreateRevision > 0 {
+		return uint64(cr.CreateRevision)
+	}
+	return uint64(hdr.GetRevision())
+}
+
+// Release deletes our key if it is still ours; ErrNotHeld when it is gone.
+func (l *etcdLocker) Release(ctx context.Context, lease Lease) error {
+	el, ok := lease.Data.(etcdLease)
+	if !ok {
+		return fmt.Errorf("etcd release: lease has no key (Data %T)", lease.Data)
+	}
+	if err := l.cfg.Point(ctx, "release:before-delete"); err != nil {
+		return stopped("release:before-delete", err)
+	}
+	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.OpTimeout)
+	defer cancel()
+	resp, err := l.cli.Txn(octx).If(el.owner).Then(clientv3.OpDelete(el.Key)).Commit()
+	switch {
+	case err != nil && etcdDefinite(err):
+		return fmt.Errorf("etcd release: %w", err)
+	case err != nil:
+		return &UnknownError{Op: "etcd delete", Err: err}
+	case !resp.Succeeded:
+		return ErrNotHeld
+	}
+	return nil
+}
+
+// etcdDefinite says the server refused the request (it did not take effect); timeouts, lost
+// connections and "request timed out" replies (the proposal may still commit) are unknown.
+func etcdDefinite(err error) bool {
+	var ee rpctypes.EtcdError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	switch ee {
+	case rpctypes.ErrTimeout, rpctypes.ErrTimeoutDueToLeaderFail, rpctypes.ErrTimeoutDueToConnectionLost:
+		return false
+	}
+	return true
+}
+
+func init() {
+	Register(Info{
+		Name:       "etcd",
+		Summary:    "etcd's concurrency.Mutex in a session of ceil(TTL) seconds; fence = the lock key's create revision.",
+		Source:     "go.etcd.io/etcd/client/v3/concurrency v3.5.35; Jepsen etcd 3.4.3",
+		Topologies: []string{topoEtcd},
+		Points:     []string{"release:before-delete"},
+		// Every grant carries its fence, but Fenced stays false: the catalogue runs etcd as
+		// Jepsen did and as most users deploy it, with a resource that does not check fences.
+		New: newEtcd,
+	})
+}
