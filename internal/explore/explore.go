@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/algorithms"
-	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/harness"
 	"github.com/lockchaos/lockchaos/internal/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -166,24 +165,33 @@ func (x *explorer) spent(ctx context.Context) bool {
 	return ctx.Err() != nil || !x.o.Now().Before(x.deadline)
 }
 
-// survey runs each pair once, with the fault sized past the lease.
+// survey runs each pair once, with the fault sized past the lease; then, budget permitting, each
+// pair that came out safe once more with the next seed: a failure depends on scheduling, and one
+// run of a racy pair can miss it.
 func (x *explorer) survey(ctx context.Context) error {
-	for _, e := range x.rep.Experiments {
-		if e.Status == StatusNA {
-			continue
-		}
-		if x.spent(ctx) {
-			e.Status = StatusNotExplored
-			continue
-		}
-		r, err := x.run(ctx, e, e.Tried.D(), 0)
-		if err != nil {
-			return err
-		}
-		e.Status = StatusExplored
-		e.Run = *r
-		if r.Verdict == checker.Unsafe || r.Verdict == checker.Stuck {
-			e.Min = &r.Param
+	for pass := 1; pass <= min(2, x.o.Runs); pass++ {
+		for _, e := range x.rep.Experiments {
+			switch {
+			case e.Status == StatusNA:
+				continue
+			case pass == 2 && (e.Status != StatusExplored || e.Run.broke()):
+				continue
+			case x.spent(ctx):
+				if pass == 1 {
+					e.Status = StatusNotExplored
+				}
+				continue
+			}
+			r, err := x.run(ctx, e, e.Tried.D(), pass)
+			if err != nil {
+				return err
+			}
+			e.Status = StatusExplored
+			e.Survey = append(e.Survey, *r)
+			e.Run = *r
+			if r.broke() {
+				e.Min = &r.Param
+			}
 		}
 	}
 	return nil

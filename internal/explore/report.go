@@ -67,8 +67,10 @@ type Experiment struct {
 	Status string `json:"status"`
 	// Skipped says why a fault does not apply (status n/a).
 	Skipped string `json:"skipped,omitempty"`
-	// Run is the survey's run.
-	Run Attempt `json:"run"`
+	// Run is the survey's run that decides the pair: the one that broke the lock, if any did.
+	// Survey lists every survey run (a second one, budget permitting, when the first was safe).
+	Run    Attempt   `json:"run"`
+	Survey []Attempt `json:"survey"`
 	// Min is the smallest size seen to break the lock: the shrink's result, or the survey's size
 	// when there was no shrink (nil when the pair did not break). MinOfTTL is Min/TTL.
 	Min      *Dur    `json:"min,omitempty"`
@@ -183,7 +185,7 @@ func (r *Report) finish() {
 		switch e.Status {
 		case StatusExplored:
 			r.Explored++
-			runs = append(runs, e.Run)
+			runs = append(runs, e.Survey...)
 			switch e.Run.Verdict {
 			case checker.Unsafe:
 				r.Unsafe++

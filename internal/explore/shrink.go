@@ -29,7 +29,8 @@ func (x *explorer) resolution() time.Duration {
 // shrink binary-searches the smallest fault size that still breaks the pair. The survey's size is
 // known to break it; 0 (no fault) is assumed not to, and a lock that breaks with no fault at all
 // converges near 0, which says so. A size breaks if any of Runs runs is unsafe or stuck: a failure
-// depends on scheduling, and one bad run proves it possible.
+// depends on scheduling, and one bad run proves it possible. Only the survey's failure counts (same
+// verdict and class).
 func (x *explorer) shrink(ctx context.Context, e *Experiment) error {
 	sh := &Shrink{Hi: e.Tried, Resolution: d(x.resolution())}
 	e.Shrink = sh
@@ -50,7 +51,7 @@ func (x *explorer) shrink(ctx context.Context, e *Experiment) error {
 				return err
 			}
 			p.Runs = append(p.Runs, *r)
-			if r.broke() {
+			if r.same(e.Run) {
 				broke = r
 			}
 		}
@@ -77,3 +78,7 @@ func (x *explorer) shrink(ctx context.Context, e *Experiment) error {
 
 // broke reports whether the run showed a failure worth shrinking.
 func (r Attempt) broke() bool { return r.Verdict == checker.Unsafe || r.Verdict == checker.Stuck }
+
+// same reports whether r shows the failure of the survey's run s: the same verdict and class. A
+// smaller fault that breaks the lock another way is another failure, not a smaller one.
+func (r Attempt) same(s Attempt) bool { return r.broke() && r.Verdict == s.Verdict && r.Class == s.Class }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/harness"
 	"github.com/lockchaos/lockchaos/history"
@@ -59,6 +60,10 @@ func Config(c scenarios.Cell, o Options, run int) harness.Config {
 		Faults: c.Faults, Duration: w.Duration.D(), StuckAfter: w.StuckAfter.D(), Tail: w.Tail.D(),
 		Seed: o.Seed + int64(max(run, 1)-1), Dir: Dir(o.out(), c, run), Version: o.Version,
 		Log: o.Log, ExternalAddrs: o.ExternalAddrs,
+	}
+	if info, err := algorithms.Lookup(c.Algorithm); err == nil && info.Fenced {
+		// A fenced algorithm is run as it is meant to be used: the resource checks its fences.
+		cfg.Fencing = true
 	}
 	if o.Duration > 0 {
 		cfg.Duration = o.Duration

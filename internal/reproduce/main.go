@@ -1,0 +1,127 @@
+// Command reproduce measures how reliably and how fast the catalogue reproduces each known failure:
+// every expected-unsafe or expected-stuck cell and the designated safe cells, R runs each (fresh
+// cluster, seed s+run), and writes the table (cell, reproduced/R, median and max time to first
+// violation) to the "Detection speed" section of BENCHMARKS.md. It is `make reproduce`: a
+// benchmark, never a timed test.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockchaos/lockchaos/internal/benchmd"
+	"github.com/lockchaos/lockchaos/internal/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// safeCells are the safe cells the issue names: they must show no violation in any run.
+var safeCells = map[string][]string{
+	"baseline":       {"setnx", "setnx-expire", "setnx-px", "getset", "token", "redlock", "zookeeper"},
+	"clock-skew":     {"token"},
+	"latency":        {"redlock"},
+	"zk-leader-kill": {"zookeeper"},
+}
+
+var seed = []string{"setnx", "setnx-expire", "setnx-px", "getset", "token", "redlock", "zookeeper"}
+
+type row struct {
+	cell              scenarios.Cell
+	matched, runs     int
+	ttds              []float64
+	misses            []string
+	unsafeExpectation bool
+}
+
+func main() {
+	runs := flag.Int("runs", 20, "runs per cell")
+	out := flag.String("out", "reports/reproduce", "where the runs are written")
+	bench := flag.String("bench", "BENCHMARKS.md", "markdown file to update")
+	only := flag.String("scenarios", "", "comma-separated scenarios (default: all)")
+	parallel := flag.Int("parallel", 1, "cells run at once")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	var rows []*row
+	for _, s := range scenarios.All() {
+		if *only != "" && !slices.Contains(strings.Split(*only, ","), s.Name) {
+			continue
+		}
+		for _, alg := range seed {
+			c, err := s.Cell(alg)
+			if err != nil || c.NA != "" || c.Expected == "" {
+				continue
+			}
+			unsafe := c.Expected != "safe"
+			if !unsafe && !slices.Contains(safeCells[s.Name], alg) {
+				continue
+			}
+			rows = append(rows, &row{cell: c, unsafeExpectation: unsafe})
+		}
+	}
+	start := time.Now()
+	sem := make(chan struct{}, *parallel)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, r := range rows {
+		for i := 1; i <= *runs && ctx.Err() == nil; i++ {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				rc, _, err := runner.RunCell(ctx, r.cell, runner.Options{Out: *out, Seed: int64(i)}, i)
+				mu.Lock()
+				defer mu.Unlock()
+				r.runs++
+				if err != nil || rc.Result == nil {
+					r.misses = append(r.misses, fmt.Sprintf("run %d: %v", i, err))
+					return
+				}
+				res := rc.Result
+				if res.Matches != nil && *res.Matches {
+					r.matched++
+					if res.TTDMs != nil {
+						r.ttds = append(r.ttds, *res.TTDMs)
+					}
+				} else {
+					r.misses = append(r.misses, fmt.Sprintf("run %d: %s", i, res.Verdict))
+				}
+			}()
+		}
+		fmt.Fprintf(os.Stderr, "%s × %s queued\n", r.cell.Algorithm, r.cell.Scenario)
+	}
+	wg.Wait()
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "`go run ./internal/reproduce --runs %d` (make reproduce): each cell %d times, fresh servers and seed each run; %s in all.\n"+
+		"Reproduced = runs whose verdict matched the catalogue's expectation. TTD = time from run start to the first violating operation (stuck: to when the stall reached the limit).\n\n",
+		*runs, *runs, time.Since(start).Round(time.Second))
+	b.WriteString("| cell | expected | reproduced | median TTD | max TTD | misses |\n|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		med, mx := "—", "—"
+		if len(r.ttds) > 0 {
+			slices.Sort(r.ttds)
+			med = fmt.Sprintf("%.0f ms", r.ttds[len(r.ttds)/2])
+			mx = fmt.Sprintf("%.0f ms", r.ttds[len(r.ttds)-1])
+		}
+		miss := strings.Join(r.misses, "; ")
+		if miss == "" {
+			miss = "—"
+		}
+		fmt.Fprintf(&b, "| %s × %s | %s | %d/%d | %s | %s | %s |\n", r.cell.Algorithm, r.cell.Scenario,
+			r.cell.Expected, r.matched, r.runs, med, mx, miss)
+	}
+	fmt.Print(b.String())
+	if err := benchmd.Update(*bench, "Detection speed", b.String()); err != nil {
+		fmt.Fprintln(os.Stderr, "reproduce:", err)
+		os.Exit(1)
+	}
+}
