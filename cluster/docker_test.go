@@ -274,7 +274,9 @@ func TestDockerSentinel(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	defer func() { t.Logf("redis-1 became a replica %v after its restart", time.Since(t0).Round(time.Millisecond)) }()
+	defer func() {
+		t.Logf("redis-1 became a replica %v after its restart", time.Since(t0).Round(time.Millisecond))
+	}()
 	for {
 		v, err := redisDo(ctx, c.byName["redis-1"].Addr, time.Second, "INFO", "replication")
 		if s, _ := v.(string); err == nil && strings.Contains(s, "role:slave") {
