@@ -12,7 +12,8 @@
 //
 //   - Config.Addrs (or Config.Sentinel) are this client's own proxied addresses, and Config.Dial,
 //     when set, must be used for every connection, so that a fault can cut one client off.
-//   - Config.TTL is the lease to ask the server for; Config.Clock is the client's clock (read time
+//   - Config.TTL is the lease to ask the server for (Config.SessionTimeout the ZooKeeper session
+//     timeout); Config.Name the lock's name; Config.Clock is the client's clock (read time
 //     through it and the clock-skew scenario can skew yours); Config.Rand is a seeded source.
 //   - Config.Point, called between the steps of Acquire and Release ("release:before-del", ...),
 //     lets a fault stop the client there. The catalogue's faults use the harness's own points
@@ -96,7 +97,10 @@ var seq atomic.Int64
 // the scenarios run in turn and report on t, each message prefixed with the scenario's name.
 //
 // Every scenario is expected "safe" unless WithExpect or WithExpectationsOf says otherwise, and a
-// subtest fails when the verdict differs. A scenario that does not apply to the lock's topology
+// subtest fails when the verdict differs. So with the defaults even a textbook lease lock on one
+// Redis fails client-pause, restart, clock-jump and node-kill, as it should: those faults break
+// it (the catalogue expects token to be unsafe or stuck there). Accept them with
+// WithExpectationsOf("token"), or scenario by scenario with WithExpect. A scenario that does not apply to the lock's topology
 // (the catalogue marks it n/a for the topology's reference algorithm: token on Redis, redlock on
 // redis-multi, zookeeper on ZooKeeper) is skipped with the catalogue's reason. A missing server
 // binary skips, or fails when LOCKCHAOS_REQUIRE_SERVERS=1.
