@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -413,10 +414,10 @@ func TestDockerHelperProcess(t *testing.T) {
 	os.Exit(3) // never Close: the parent's SIGKILL leaves the containers behind
 }
 
-// TestDockerCleanAfterSIGKILL: a harness killed by SIGKILL leaves its containers and network;
-// CleanDocker (which the next Start also runs) removes them and nothing labelled survives.
-func TestDockerCleanAfterSIGKILL(t *testing.T) {
-	needDocker(t, testRedisImage)
+// killedRun starts a redis-multi cluster of 2 in a child process (the test binary again), SIGKILLs
+// the child and returns the run's label, checking that its 2 containers and network survived.
+func killedRun(t *testing.T) string {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDockerHelperProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), dockerHelperEnv+"="+RedisMulti)
 	cmd.Stderr = os.Stderr
@@ -433,25 +434,61 @@ func TestDockerCleanAfterSIGKILL(t *testing.T) {
 		t.Fatalf("helper: %q, %v", line, err)
 	}
 	run := labelRun + "=" + strings.TrimPrefix(line, "READY ")
-	if got := labelled(t, run); len(got) != 3 {
-		t.Fatalf("want 2 containers and a network of the helper's run, have %v", got)
-	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
 	if got := labelled(t, run); len(got) != 3 {
-		t.Fatalf("SIGKILL alone cannot remove containers; have %v", got)
+		t.Fatalf("want the 2 containers and the network of the killed run, have %v", got)
 	}
-	removed, err := CleanDocker(context.Background())
+	return run
+}
+
+// TestDockerCleanAfterSIGKILL: a harness killed by SIGKILL leaves its containers and network;
+// CleanDocker, and the next Start, remove them and nothing labelled with the run survives.
+func TestDockerCleanAfterSIGKILL(t *testing.T) {
+	needDocker(t, testRedisImage)
+	t.Run("CleanDocker", func(t *testing.T) {
+		run := killedRun(t)
+		removed, err := CleanDocker(context.Background())
+		if err != nil {
+			t.Fatalf("CleanDocker: %v", err)
+		}
+		if removed < 3 {
+			t.Errorf("CleanDocker removed %d, want at least the killed run's 3", removed)
+		}
+		if left := labelled(t, run); len(left) > 0 {
+			t.Fatalf("after CleanDocker, the killed run's objects remain: %v", left)
+		}
+	})
+	t.Run("next Start", func(t *testing.T) {
+		run := killedRun(t)
+		startDockerCluster(t, Spec{Topology: RedisSingle})
+		if left := labelled(t, run); len(left) > 0 {
+			t.Fatalf("after the next Start, the killed run's objects remain: %v", left)
+		}
+	})
+}
+
+// TestDockerPortTaken: a published port someone took meanwhile is errAddrInUse, which Start
+// retries on fresh ports, and the failed container does not stay behind.
+func TestDockerPortTaken(t *testing.T) {
+	t.Parallel()
+	c := startDockerCluster(t, Spec{Topology: RedisSingle})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("CleanDocker: %v", err)
+		t.Fatal(err)
 	}
-	if removed < 3 {
-		t.Errorf("CleanDocker removed %d, want at least the helper's 3", removed)
+	defer l.Close()
+	n := c.redisNode("redis-x", l.Addr().(*net.TCPAddr).Port, nil)
+	n.mu.Lock()
+	err = n.launch(ctxT(t, 30*time.Second), false)
+	n.mu.Unlock()
+	if !errors.Is(err, errAddrInUse) {
+		t.Fatalf("launch on a taken port: %v; want errAddrInUse", err)
 	}
-	if left := labelled(t, run); len(left) > 0 {
-		t.Fatalf("after CleanDocker, the killed run's objects remain: %v", left)
+	if _, err := c.pool.Client.InspectContainer(n.container); !isNoSuchContainer(err) {
+		t.Errorf("the container that failed to start is still there (%v)", err)
 	}
 }
 
