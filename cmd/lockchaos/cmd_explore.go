@@ -66,14 +66,13 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	}
 	if !c.quiet && !c.json {
 		o.Log = stderr
-		fmt.Fprintf(stderr, "lockchaos: exploring %s on %s for up to %s, seed %d, out %s\n", alg, c.backend, budget, c.seed, c.out)
 	}
 	rep, err := explore.Run(ctx, o)
 	if errors.Is(err, explore.ErrBadOptions) {
 		return 0, usagef("%v", err)
 	}
-	if rep == nil {
-		return 0, err
+	if rep == nil || badInput(err) {
+		return 0, err // a missing server binary is the user's to fix: 254 with the fix
 	}
 	if c.json {
 		enc := json.NewEncoder(stdout)

@@ -18,7 +18,7 @@ import (
 )
 
 // ErrBadOptions is wrapped by every error about Options (the CLI exits 254 on it).
-var ErrBadOptions = errors.New("lockchaos: bad explore options")
+var ErrBadOptions = errors.New("bad explore options")
 
 // Options configure one exploration. Zero fields take the defaults in brackets.
 type Options struct {
@@ -148,6 +148,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if x.s.topology == "zookeeper" {
 		x.rep.SessionTimeout = d(x.s.session)
 	}
+	na := 0
+	for _, e := range x.rep.Experiments {
+		if e.Status == StatusNA {
+			na++
+		}
+	}
+	fmt.Fprintf(o.Log, "explore %s: %d (point, fault) pairs (%d n/a) on %s, TTL %s, lease %s, budget %s, seed %d, out %s\n",
+		o.Algorithm, len(x.rep.Experiments), na, x.s.topology, o.TTL, x.s.lease, o.Budget, o.Seed, o.Out)
 	herr := x.survey(ctx)
 	if herr == nil && !o.NoShrink {
 		herr = x.shrinkAll(ctx)

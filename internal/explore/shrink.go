@@ -81,4 +81,6 @@ func (r Attempt) broke() bool { return r.Verdict == checker.Unsafe || r.Verdict 
 
 // same reports whether r shows the failure of the survey's run s: the same verdict and class. A
 // smaller fault that breaks the lock another way is another failure, not a smaller one.
-func (r Attempt) same(s Attempt) bool { return r.broke() && r.Verdict == s.Verdict && r.Class == s.Class }
+func (r Attempt) same(s Attempt) bool {
+	return r.broke() && r.Verdict == s.Verdict && r.Class == s.Class
+}
