@@ -1,0 +1,60 @@
+package scenarios
+
+import "github.com/lockchaos/lockchaos/faults"
+
+// etcd: concurrency.Mutex in a session whose lease is ceil(TTL) = 1 s (algorithms/etcd.go), on a
+// 3-member etcd cluster. Its family is "redis" by name only; the Redis variants it would inherit
+// (redis-sentinel for failover) are n/a here.
+//
+// Sources: Jepsen, "etcd 3.4.3" (Kingsbury, 2020-01-30, jepsen.io/analyses/etcd-3.4.3): etcd's
+// locks are leases; a holder paused or partitioned past its lease TTL keeps believing it holds
+// while the lock goes to another client, so "etcd locks are not safe" without fencing (the
+// revision of the lock key as the token). The etcd docs (concurrency.Mutex, "Locks and leases")
+// say the same since.
+func init() {
+	// The lease the server enforces outlives the catalogue's 900 ms pause: a lease of 1 s is
+	// renewed every TTL/3 by the session's keepalive, and etcd revokes expired leases only every
+	// 500 ms, so a silent holder loses its key 0.7–1.5 s after it fell silent. The pause and the
+	// partition are sized as ZooKeeper's are against its session expiry.
+	vary("client-pause", "etcd", Variant{Faults: []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: ms(2000)}}})
+	vary("partition", "etcd", Variant{
+		Faults:   []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2000)}},
+		Workload: Workload{Hold: ms(2500), StuckAfter: ms(3500)},
+	})
+	Expect("etcd", map[string]string{
+		"baseline":     "S",
+		"client-crash": "S: the crashed holder's lease expires (≈1–1.5 s)",
+		"client-pause": "Uc: Jepsen etcd 3.4.3 — the paused holder's lease expires, it writes anyway",
+		"clock-skew":   "S: leases are timed by the server, client clocks play no part",
+		"slow-release": "S: the release deletes only a key with our create revision",
+		"failover":     na("etcd replicates by raft; there is no asynchronous failover (see node-kill, zk-leader-kill)"),
+		"restart":      "S: the raft leader restarts with its data dir; the quorum keeps the lock",
+		"clock-jump":   na("the fault shifts Redis key TTLs; etcd leases are timed by the leader's monotonic clock"),
+		"partition":    "Uc: Jepsen etcd 3.4.3 — the cut-off holder's lease expires, it writes when its hold ends",
+		"latency":      "S",
+		"getset-race":  na("the race is GETSET's own"),
+		"node-kill":    "S: the raft leader is killed for good, two of three keep a quorum",
+		// The same fault on etcd's raft leader: a new leader keeps every committed key.
+		"zk-leader-kill": "S: the raft leader restarts 1 s later; committed keys survive",
+	})
+}
+
+// vary adds an algorithm's (or family's) variant to a catalogue scenario, from the file that adds
+// the algorithm's expectations. Call it from init, before Expect; it panics on an unknown scenario
+// or an invalid fault (a programming error).
+func vary(scenario, key string, v Variant) {
+	s, ok := catalogue[scenario]
+	if !ok {
+		panic("scenarios: variant for unknown scenario " + scenario)
+	}
+	vs := make(map[string]Variant, len(s.Variants)+1)
+	for k, old := range s.Variants {
+		vs[k] = old
+	}
+	vs[key] = v
+	s.Variants = vs
+	if err := s.Validate(); err != nil {
+		panic(err)
+	}
+	catalogue[scenario] = s
+}
