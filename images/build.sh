@@ -95,8 +95,13 @@ import() {
 	name=$1 hash=$2 root=$3
 	shift 3
 	set -- --change "LABEL lockchaos.hash=$hash" --change "LABEL lockchaos.image=$name" "$@"
+	old=$(docker image inspect -f '{{.Id}}' "$name:latest" 2>/dev/null || true)
 	# owner root: the files were copied by whoever runs this script.
 	tar -C "$root" --numeric-owner --owner=0 --group=0 -cf - . | docker import "$@" - "$name:latest" >/dev/null
+	# The replaced image would stay as a dangling <none> image; drop it unless a container uses it.
+	if [ -n "$old" ] && [ "$old" != "$(docker image inspect -f '{{.Id}}' "$name:latest")" ]; then
+		docker rmi "$old" >/dev/null 2>&1 || true
+	fi
 	size=$(docker image inspect -f '{{.Size}}' "$name:latest")
 	echo "images/build.sh: built $name:latest ($((size / 1000000)) MB, hash $hash)"
 }
