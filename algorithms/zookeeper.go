@@ -191,6 +191,12 @@ func (l *zkLocker) Acquire(ctx context.Context) (Lease, error) {
 			return Lease{}, fmt.Errorf("zookeeper acquire: %w", err)
 		}
 		if err := l.cfg.Point(ctx, "acquire:after-create"); err != nil {
+			if ctx.Err() != nil {
+				// Alive, only out of time (a pause outlived the acquire's deadline): give the
+				// node up, or it would block every waiter for as long as our session lives. A
+				// crashed client (any other point error) leaves it, as a dead process does.
+				l.deleteLater(path, sid)
+			}
 			return Lease{}, stoppedHolding("acquire:after-create", err)
 		}
 		err = l.wait(ctx, path, sid)
@@ -385,11 +391,13 @@ func (l *zkLocker) Release(ctx context.Context, lease Lease) error {
 			}
 		})
 		return &UnknownError{Op: "zookeeper delete", Err: err}
-	case errors.Is(err, zk.ErrConnectionClosed):
-		l.deleteLater(zl.Path, zl.Session)
-		return &UnknownError{Op: "zookeeper delete", Err: err}
 	}
-	return fmt.Errorf("zookeeper release: delete %s: %w", zl.Path, err)
+	// Any other failure (no server reachable: the ensemble is electing a leader) is retried in the
+	// background, as Curator's guaranteed delete does: an ephemeral node left behind by a live
+	// session would block every waiter for as long as the session lives. The release will take
+	// effect later, so its outcome is unknown.
+	l.deleteLater(zl.Path, zl.Session)
+	return &UnknownError{Op: "zookeeper delete", Err: err}
 }
 
 // spawn runs f in the background unless the locker is closing.
