@@ -102,7 +102,7 @@ var seq atomic.Int64
 // it (the catalogue expects token to be unsafe or stuck there). Accept them with
 // WithExpectationsOf("token"), or scenario by scenario with WithExpect. A scenario that does not apply to the lock's topology
 // (the catalogue marks it n/a for the topology's reference algorithm: token on Redis, redlock on
-// redis-multi, zookeeper on ZooKeeper) is skipped with the catalogue's reason. A missing server
+// redis-multi, zookeeper on ZooKeeper, etcd on etcd) is skipped with the catalogue's reason. A missing server
 // binary skips, or fails when LOCKCHAOS_REQUIRE_SERVERS=1.
 func Run(t testing.TB, factory Factory, opts ...Option) {
 	t.Helper()
@@ -163,7 +163,7 @@ func (c config) plan() ([]item, error) {
 	}
 	ref, ok := references[c.topologies[0]]
 	if !ok {
-		return nil, fmt.Errorf("topology %q is not one locktest knows (want one of redis-single, redis-multi, zookeeper, redis-sentinel)", c.topologies[0])
+		return nil, fmt.Errorf("topology %q is not one locktest knows (want one of redis-single, redis-multi, zookeeper, etcd, redis-sentinel)", c.topologies[0])
 	}
 	if c.expectLike != "" {
 		info, err := algorithms.Lookup(c.expectLike)

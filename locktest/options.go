@@ -75,8 +75,8 @@ func WithBackend(name string) Option {
 
 // WithTopology says which servers the lock runs on: "redis-single" (one redis-server; the
 // factory gets its address in Config.Addrs[0]), "redis-multi" (five independent masters in
-// Config.Addrs), "zookeeper" (a 3-node ensemble in Config.Addrs) or "redis-sentinel" (a master,
-// a replica and three Sentinels in Config.Sentinel). The first is where the lock runs; the others
+// Config.Addrs), "zookeeper" (a 3-node ensemble in Config.Addrs), "etcd" (etcd members in
+// Config.Addrs) or "redis-sentinel" (a master, a replica and three Sentinels in Config.Sentinel). The first is where the lock runs; the others
 // are topologies it also supports. Default "redis-single" alone, so the failover scenario (which
 // runs on redis-sentinel) is skipped: a factory that handles Config.Sentinel adds it with
 // WithTopology("redis-single", "redis-sentinel").
