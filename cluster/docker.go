@@ -112,6 +112,8 @@ func startDockerOnce(ctx context.Context, spec Spec, pool *dockertest.Pool) (_ *
 		err = c.startSentinelTopology(ctx)
 	case ZooKeeper:
 		err = c.startZooKeeper(ctx)
+	default:
+		err = fmt.Errorf("%w: topology %s has no docker images (use --backend local)", ErrBadSpec, spec.Topology)
 	}
 	if err != nil {
 		return nil, err
