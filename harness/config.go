@@ -36,6 +36,14 @@ type Workload struct {
 	SessionTimeout time.Duration
 	// OpTimeout bounds one request to a server (default max(TTL/4, 100ms)).
 	OpTimeout time.Duration
+	// LockPerClient gives each client its own lock name, "lock-<client>", instead of the one
+	// shared "lock": clients never wait for each other, so a run measures the lock's command rate
+	// (the throughput benchmarks). The clients still share the one counter, so such a history is
+	// for counting, not for the checker.
+	LockPerClient bool
+	// NoWait runs the loop with no hold and no think time (Hold and Think are ignored; their zero
+	// value means the default).
+	NoWait bool
 }
 
 // Proxy modes (DESIGN.md §3): auto puts proxies only on runs whose scenario may fault links.
@@ -112,6 +120,9 @@ func (c Config) withDefaults() (Config, algorithms.Info, error) {
 	}
 	if c.Think == 0 {
 		c.Think = 5 * time.Millisecond
+	}
+	if c.NoWait {
+		c.Hold, c.Think = 0, 0
 	}
 	if c.AcquireTimeout == 0 {
 		c.AcquireTimeout = max(2*c.TTL, time.Second)

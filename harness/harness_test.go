@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -180,5 +181,84 @@ func TestBadConfig(t *testing.T) {
 				t.Errorf("err = %v, want ErrBadConfig", err)
 			}
 		})
+	}
+}
+
+// panicky is a lock whose Acquire panics on its third call.
+type panicky struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (l *panicky) Acquire(ctx context.Context) (algorithms.Lease, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls++
+	if l.calls == 3 {
+		panic("boom")
+	}
+	return algorithms.Lease{}, nil
+}
+
+func (l *panicky) Release(context.Context, algorithms.Lease) error { return nil }
+
+var registerPanicky sync.Once
+
+// TestPanicInLockEndsRunCleanly: a panic in a lock's code becomes the run's error; the servers are
+// stopped and the history written so far is kept and readable.
+func TestPanicInLockEndsRunCleanly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	lock := &panicky{}
+	registerPanicky.Do(func() {
+		algorithms.Register(algorithms.Info{Name: "test-panicky", Topologies: []string{cluster.RedisSingle},
+			New: func(algorithms.Config) (algorithms.Locker, error) { return lock, nil }})
+	})
+	dir := t.TempDir()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	res, err := harness.Run(context.Background(), harness.Config{Algorithm: "test-panicky", Scenario: "panic",
+		Dir: dir, Duration: 5 * time.Second, Workload: harness.Workload{Clients: 1}})
+	if errors.Is(err, cluster.ErrMissingBinary) && os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") != "1" {
+		t.Skipf("skip: %v", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "panicked: boom") {
+		t.Fatalf("err = %v, want the panic as the run's error", err)
+	}
+	if res == nil || res.Elapsed > 4*time.Second {
+		t.Errorf("the run went on after the panic (result %+v)", res)
+	}
+	h, rerr := history.ReadFile(filepath.Join(dir, harness.HistoryFile))
+	if rerr != nil || len(h.Events) < 4 {
+		t.Fatalf("history after the panic: %v, %d events", rerr, len(h.Events))
+	}
+	entries, _ := os.ReadDir(tmp)
+	if len(entries) != 0 {
+		t.Errorf("the run left %d entries in TMPDIR (servers' directories not removed)", len(entries))
+	}
+}
+
+// TestTwoRunsAtOnce: two runs on the same machine at the same time share no port or directory,
+// and both stay correct.
+func TestTwoRunsAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	var wg sync.WaitGroup
+	results := make([]*checker.Result, 2)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = run(t, harness.Config{Algorithm: "token", Scenario: "baseline", Seed: int64(i),
+				Duration: time.Second, Proxies: harness.ProxyAlways})
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r == nil || r.Verdict != checker.Safe || r.AcquiresOk < 20 {
+			t.Errorf("run %d: %+v", i, r)
+		}
 	}
 }

@@ -95,8 +95,12 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 	for i := range clients {
 		id := i + 1
 		ep := cl.Endpoints(id)
+		name := "lock"
+		if cfg.LockPerClient {
+			name = fmt.Sprintf("lock-%d", id)
+		}
 		acfg := algorithms.Config{
-			Client: id, Name: "lock", TTL: cfg.TTL, Addrs: ep.Addrs, Dial: ep.Dial,
+			Client: id, Name: name, TTL: cfg.TTL, Addrs: ep.Addrs, Dial: ep.Dial,
 			SessionTimeout: cfg.SessionTimeout, OpTimeout: cfg.OpTimeout, Clock: env.clocks[id],
 			Point: func(ctx context.Context, name string) error { return nem.Point(ctx, id, name) },
 			Rand:  rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(id))),
@@ -127,20 +131,35 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 		defer wg.Done()
 		watchStalls(runCtx, rec)
 	}()
+	var panicked error
+	var panicOnce sync.Once
 	for _, c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				// A panic in a lock's code (a user's Locker under locktest) ends the run, not
+				// the process: the servers are stopped and what was recorded is kept.
+				if p := recover(); p != nil {
+					panicOnce.Do(func() {
+						panicked = fmt.Errorf("client %d panicked: %v", c.id, p)
+						stopClients()
+					})
+				}
+			}()
 			c.run(runCtx)
 		}()
 	}
 	// Fault phase, then every fault healed, then the liveness window.
-	sleep(ctx, cfg.Duration)
+	sleep(runCtx, cfg.Duration)
 	nem.HealAll()
 	_ = rec.w.Sync()
-	sleep(ctx, cfg.Tail)
+	sleep(runCtx, cfg.Tail)
 	stopClients()
 	wg.Wait()
+	if panicked != nil {
+		return panicked
+	}
 	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}

@@ -136,9 +136,10 @@ func TestRunExitsByVerdict(t *testing.T) {
 	}
 }
 
-// TestSIGKILLLeavesNothing kills the harness mid-run: no server it started survives, and the
-// history it wrote can still be checked.
-func TestSIGKILLLeavesNothing(t *testing.T) {
+// TestKilledHarnessLeavesNothing stops the harness mid-run by SIGKILL, SIGINT and SIGTERM: no
+// server it started survives, and the history it wrote can still be checked. SIGINT and SIGTERM
+// end the run early but cleanly: it is checked and reported.
+func TestKilledHarnessLeavesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs real servers")
 	}
@@ -146,16 +147,19 @@ func TestSIGKILLLeavesNothing(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	for _, alg := range []string{"token", "zookeeper"} {
-		t.Run(alg, func(t *testing.T) {
+	for _, tc := range []struct {
+		alg string
+		sig syscall.Signal
+	}{{"token", syscall.SIGKILL}, {"zookeeper", syscall.SIGKILL}, {"redlock", syscall.SIGINT}, {"zookeeper", syscall.SIGTERM}} {
+		t.Run(tc.alg+"/"+tc.sig.String(), func(t *testing.T) {
 			tmp := t.TempDir() // the run's servers live under TMPDIR: find them by it
 			out := filepath.Join(t.TempDir(), "out")
-			cmd := exec.Command(bin, "run", "--algorithm", alg, "--scenario", "baseline", "--duration", "60s", "--out", out, "--quiet")
+			cmd := exec.Command(bin, "run", "--algorithm", tc.alg, "--scenario", "baseline", "--duration", "60s", "--out", out, "--quiet")
 			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			hist := filepath.Join(out, "baseline", alg, "history.jsonl")
+			hist := filepath.Join(out, "baseline", tc.alg, "history.jsonl")
 			deadline := time.Now().Add(30 * time.Second)
 			for {
 				if st, err := os.Stat(hist); err == nil && st.Size() > 2000 {
@@ -170,18 +174,30 @@ func TestSIGKILLLeavesNothing(t *testing.T) {
 			if len(procsMentioning(tmp)) == 0 {
 				t.Fatalf("no server process found under %s while running: the test would prove nothing", tmp)
 			}
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
+			start := time.Now()
+			cmd.Process.Signal(tc.sig)
+			waitErr := cmd.Wait()
+			if took := time.Since(start); took > 20*time.Second {
+				t.Errorf("the harness took %v to stop after %v", took, tc.sig)
+			}
 			deadline = time.Now().Add(10 * time.Second)
 			for len(procsMentioning(tmp)) > 0 && time.Now().Before(deadline) {
 				time.Sleep(100 * time.Millisecond)
 			}
 			if left := procsMentioning(tmp); len(left) > 0 {
-				t.Errorf("server processes survive SIGKILL of the harness: %v", left)
+				t.Errorf("server processes survive %v of the harness: %v", tc.sig, left)
+			}
+			if tc.sig != syscall.SIGKILL {
+				if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
+					t.Errorf("run directories left in TMPDIR after %v: %d", tc.sig, len(entries))
+				}
+				if _, err := os.Stat(filepath.Join(filepath.Dir(hist), "report.html")); err != nil {
+					t.Errorf("no report after %v (exit %v): %v", tc.sig, waitErr, err)
+				}
 			}
 			code, stdout, stderr := lockchaos(t, "check", filepath.Dir(hist))
 			if code != exitValid {
-				t.Errorf("check of the killed run: exit %d, %s %s", code, stdout, stderr)
+				t.Errorf("check of the stopped run: exit %d, %s %s", code, stdout, stderr)
 			}
 		})
 	}
