@@ -49,10 +49,6 @@ func BenchmarkChecker(b *testing.B) {
 					return string(o.Result.Verdict)
 				}},
 			}
-			if n >= 1_000_000 {
-				why := "skipped: porcupine keeps an n-bit set of linearized ops per cached state, ~60 KB × 500k states"
-				jobs[2].skip, jobs[4].skip = why, why
-			}
 			for _, j := range jobs {
 				row := benchRow{name: j.name, ops: len(r.ops), clients: c}
 				b.Run(fmt.Sprintf("%s/ops=%d/clients=%d", strings.ReplaceAll(j.name, " ", "-"), n, c), func(b *testing.B) {

@@ -47,6 +47,7 @@ type lockKind uint8
 const (
 	lockAcquire lockKind = iota
 	lockRelease
+	lockInit // the state at a cut between chunks (lockChunks): free since call
 )
 
 // lockInput is one operation of the lock model, with the times Step needs.
@@ -57,7 +58,8 @@ type lockInput struct {
 	ret     int64 // history.Never for an unknown outcome
 	ttl     int64 // acquire: lease length after drift, 0 = never expires
 	unknown bool
-	part    int // porcupine partition (one per lock name)
+	lock    int // index of the lock name
+	part    int // porcupine partition: a chunk of one lock's history (see lockChunks)
 	client  int
 }
 
@@ -95,6 +97,8 @@ func lockStep(state, input, _ any) []any {
 			return []any{s, free}
 		}
 		return []any{free}
+	case lockInit:
+		return []any{lockState{t: in.call}}
 	}
 	return nil
 }
@@ -113,8 +117,11 @@ func lockModel(parts int) porcupine.Model {
 		DescribeOperation: func(input, output any) string {
 			in := input.(lockInput)
 			what := "acquire"
-			if in.kind == lockRelease {
+			switch in.kind {
+			case lockRelease:
 				what = "release"
+			case lockInit:
+				return fmt.Sprintf("free since %.3fms (state where the history was cut)", ms(in.call))
 			}
 			return fmt.Sprintf("%s(acq %d) → %v", what, in.acq, output)
 		},
@@ -181,11 +188,12 @@ func partitionBy(n int, part func(any) int) func([]porcupine.Operation) [][]porc
 //
 // With TTL 0 nothing here depends on leases, so the reductions hold unchanged (there is no cap by
 // expiry to get wrong). Failed operations were never in the history (see the top of this file).
-func (r *run) lockHistory() ([]porcupine.Operation, int) { return r.lockHistoryOf(true) }
+func (r *run) lockHistory() ([]porcupine.Operation, int) { return r.lockHistoryOf(true, minSegment) }
 
-// lockHistoryOf builds the lock history with or without the reductions (without: for the tests
-// that check the reductions change no answer).
-func (r *run) lockHistoryOf(reduce bool) ([]porcupine.Operation, int) {
+// lockHistoryOf builds the lock history with or without the reductions, and cut into chunks of
+// at least minChunk operations where lockChunks allows (0: one partition per lock). The tests
+// check with it that neither changes porcupine's answer.
+func (r *run) lockHistoryOf(reduce bool, minChunk int) ([]porcupine.Operation, int) {
 	// Acquisitions some ok or unknown release refers to; and, per lock, the ok acquires in call
 	// order with the suffix minimum of their returns (for the release cap).
 	released := map[int]bool{}
@@ -227,8 +235,8 @@ func (r *run) lockHistoryOf(reduce bool) ([]porcupine.Operation, int) {
 		return l[k].minRet // a itself was called before its return, so it is not among them
 	}
 
-	parts := map[string]int{}
-	var h []porcupine.Operation
+	locks := map[string]int{}
+	var byLock [][]porcupine.Operation
 	for i := range r.ops {
 		o := &r.ops[i]
 		if o.Status == history.TypeFail {
@@ -261,16 +269,240 @@ func (r *run) lockHistoryOf(reduce bool) ([]porcupine.Operation, int) {
 		default:
 			continue
 		}
-		p, ok := parts[lock]
+		l, ok := locks[lock]
 		if !ok {
-			p = len(parts)
-			parts[lock] = p
+			l = len(locks)
+			locks[lock] = l
+			byLock = append(byLock, nil)
 		}
-		in.part = p
-		h = append(h, porcupine.Operation{
+		in.lock = l
+		byLock[l] = append(byLock[l], porcupine.Operation{
 			ClientId: max(o.Client-1, 0), Input: in, Call: o.Call,
 			Output: string(o.Status), Return: ret, Metadata: o.ID,
 		})
 	}
-	return h, len(parts)
+	var h []porcupine.Operation
+	parts := 0
+	for _, ops := range byLock {
+		minSize := minChunk
+		if minSize <= 0 {
+			minSize = len(ops) + 1 // one partition per lock
+		}
+		for _, chunk := range lockChunks(ops, minSize) {
+			for _, o := range chunk {
+				in := o.Input.(lockInput)
+				in.part = parts
+				o.Input = in
+				h = append(h, o)
+			}
+			parts++
+		}
+	}
+	return h, parts
+}
+
+// lockChunks cuts the history of one lock into chunks porcupine can check independently, each of
+// at least minSize operations (but the last): like the resource check's segments, this turns the
+// search's n-bit-per-cached-state memory and its time from quadratic into linear on the usual,
+// nearly sequential history. Operations are taken in call order; a cut before operation k (call
+// T) is one of two kinds.
+//
+// A quiet cut, when every operation before k returned before T: all of them are linearized
+// before all the rest, in every order. It needs every acquire before the cut that may be the last
+// one linearized before it — an acquire X such that no ok acquire before the cut was called after
+// X returned (that one would certainly come after X and take the lock from it) — to have an ok
+// release called after X returned, and before the cut. Then in every legal order the last acquire
+// before the cut is one of those X, its ok release comes after it with no acquire in between and
+// frees the lock, and any later release is a no-op: the lock is free with a time bound no later
+// than that release's call, before T. A free state's bound only matters to the next acquire,
+// through max(its call, bound) — its call, since it is called after T. So the state at the cut
+// acts exactly like the model's initial state (free at 0), which is where porcupine starts each
+// partition. (An unknown acquire never qualifies, its return being at infinity, so no cut follows
+// it; a release in a later chunk of an acquisition from an earlier one is a no-op either way,
+// that acquisition never holding the lock again.)
+//
+// A cut with waiters, when the operations called before T that have not returned by then (W) are
+// all ok acquires — clients waiting for the lock, as in every contended run. The rest of those
+// called before T (P) go to the first chunk; W and everything called from T on go to the second,
+// which starts with a lockInit operation that sets the state at the cut. It rests on a lemma,
+// valid when every release is called no earlier than its acquire returned (checked for the whole
+// lock, else there are no such cuts): let free(X) be the earliest moment the lock can stop being
+// X's — the earliest call of a release of X, or X's call plus its lease, whichever is first. An
+// acquire Y with Y.return < free(X) comes before X in every legal order. (Were X first, from X to
+// Y the lock would be held by X or by acquisitions that took over from an expired lease, each
+// granted after free(X) > Y.return, with leases ending later and releases called later still, so
+// it could be neither free nor expired when Y was granted.) The cut needs:
+//
+//   - one acquire L in P that comes after every other acquire in P: each other one returned before
+//     free(L), and L returned no earlier than free(X) of every other X in P;
+//   - L has exactly one release that did not fail, R, which is ok, in P, called after L returned
+//     and no later than L's call plus its lease;
+//   - every acquire in P returned before w's call plus its lease, for each w in W (so it comes
+//     before w), and every w returned before L's call plus its lease (so w cannot be granted
+//     while L holds a valid lease, i.e. between L and R).
+//
+// Then in every legal order P's acquires come first with L last, then R frees the lock from
+// min(R's call, L's lease end) = R's call, and then W and the rest follow (P's other releases
+// being no-ops wherever they fall after L: they commute with W). So the whole is linearizable
+// exactly when P is (from the initial state) and the second chunk is from "free since R's call",
+// which its lockInit operation, returning before any of its operations is called, sets.
+func lockChunks(ops []porcupine.Operation, minSize int) [][]porcupine.Operation {
+	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+	in := func(o *porcupine.Operation) lockInput { return o.Input.(lockInput) }
+
+	// Releases of each acquisition, and whether every release comes after its acquire returned.
+	acqOf := map[int64]*porcupine.Operation{}
+	for k := range ops {
+		if x := in(&ops[k]); x.kind == lockAcquire {
+			acqOf[x.acq] = &ops[k]
+		}
+	}
+	rels := map[int64][]*porcupine.Operation{}
+	lemma := true
+	for k := range ops {
+		o := &ops[k]
+		if x := in(o); x.kind == lockRelease {
+			rels[x.acq] = append(rels[x.acq], o)
+			if a, ok := acqOf[x.acq]; !ok || o.Call < a.Return {
+				lemma = false
+			}
+		}
+	}
+	leaseEnd := func(o *porcupine.Operation) int64 { // call plus lease, Never without TTL
+		if x := in(o); x.ttl > 0 {
+			return o.Call + x.ttl
+		}
+		return history.Never
+	}
+	freeOf := func(o *porcupine.Operation) int64 {
+		f := leaseEnd(o)
+		for _, r := range rels[in(o).acq] {
+			f = min(f, r.Call)
+		}
+		return f
+	}
+
+	var out [][]porcupine.Operation
+	var cur []porcupine.Operation // the chunk being built
+	// For quiet cuts.
+	type cand struct{ acq, ret int64 }
+	var cands []cand            // acquires of this chunk that may be linearized last
+	acqRet := map[int64]int64{} // return of each acquire seen
+	freed := map[int64]bool{}   // acquisitions with an ok release called after they returned
+	var maxRet, maxAcqCall int64
+	// For cuts with waiters: the chunk's operations not returned before the current T, and over
+	// its acquires that have: the largest free() (f1, of acquire l), the two largest returns
+	// (ret1 of acquire r1id, ret2), the largest return, and whether all of them are ok.
+	var pending []*porcupine.Operation
+	var f1, ret1, ret2, maxAcqRetP, r1id int64
+	var l *porcupine.Operation
+	allOk := true
+	reset := func() {
+		cur, cands, pending = nil, cands[:0], pending[:0]
+		maxRet, maxAcqCall = -1, -1
+		f1, ret1, ret2, maxAcqRetP, r1id, l, allOk = -1, -1, -1, -1, 0, nil, true
+	}
+	add := func(o *porcupine.Operation) { // a chunk operation, in call order
+		cur = append(cur, *o)
+		maxRet = max(maxRet, o.Return)
+		x := in(o)
+		switch {
+		case x.kind == lockAcquire:
+			acqRet[x.acq] = o.Return
+			if !x.unknown && o.Call > maxAcqCall {
+				maxAcqCall = o.Call
+				cands = slices.DeleteFunc(cands, func(c cand) bool { return c.ret < maxAcqCall })
+			}
+			cands = append(cands, cand{acq: x.acq, ret: o.Return})
+		case x.kind == lockRelease && !x.unknown:
+			if t, ok := acqRet[x.acq]; ok && o.Call > t {
+				freed[x.acq] = true
+			}
+		}
+		if x.kind != lockInit {
+			pending = append(pending, o)
+		}
+	}
+	settle := func(t int64) { // operations of the chunk that returned before t leave pending
+		pending = slices.DeleteFunc(pending, func(o *porcupine.Operation) bool {
+			if o.Return >= t {
+				return false
+			}
+			if x := in(o); x.kind == lockAcquire {
+				if x.unknown {
+					allOk = false
+				}
+				maxAcqRetP = max(maxAcqRetP, o.Return)
+				if f := freeOf(o); f > f1 {
+					f1, l = f, o
+				}
+				if o.Return > ret1 {
+					ret1, ret2, r1id = o.Return, ret1, x.acq
+				} else {
+					ret2 = max(ret2, o.Return)
+				}
+			}
+			return true
+		})
+	}
+	// waitersCut returns the state at a cut with waiters before t, if there can be one. L is the
+	// acquire with the largest free(); it is last if every other one returned before free(L).
+	waitersCut := func(t int64) (int64, bool) {
+		if !lemma || !allOk || l == nil {
+			return 0, false
+		}
+		other := ret1
+		if r1id == in(l).acq {
+			other = ret2
+		}
+		if other >= f1 {
+			return 0, false // L is not certainly the last acquire
+		}
+		rs := rels[in(l).acq]
+		if len(rs) != 1 || in(rs[0]).unknown || rs[0].Call <= l.Return || rs[0].Call > leaseEnd(l) || rs[0].Return >= t {
+			return 0, false
+		}
+		for _, w := range pending {
+			if x := in(w); x.kind != lockAcquire || x.unknown || maxAcqRetP >= leaseEnd(w) || w.Return >= leaseEnd(l) {
+				return 0, false
+			}
+		}
+		return rs[0].Call, true
+	}
+	reset()
+	for k := range ops {
+		o := &ops[k]
+		if len(cur) >= minSize {
+			settle(o.Call)
+			switch {
+			case maxRet < o.Call && !slices.ContainsFunc(cands, func(c cand) bool { return !freed[c.acq] }):
+				out = append(out, cur)
+				reset()
+			case len(pending) > 0:
+				if t, ok := waitersCut(o.Call); ok {
+					w := slices.Clone(pending)
+					first := cur[:0:0]
+					for _, c := range cur {
+						if c.Return < o.Call {
+							first = append(first, c)
+						}
+					}
+					out = append(out, first)
+					reset()
+					minCall := w[0].Call
+					init := porcupine.Operation{ClientId: 0, Input: lockInput{kind: lockInit, call: t, ret: t},
+						Call: minCall - 1, Output: "ok", Return: minCall - 1, Metadata: int64(0)}
+					add(&init)
+					for _, x := range w {
+						add(x)
+					}
+				}
+			}
+		}
+		add(o)
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
 }

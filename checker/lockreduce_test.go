@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -102,11 +103,10 @@ func TestSlowReleaseLateDelIsService(t *testing.T) {
 
 // randomLockHistory builds a small random history of acquires and releases by a few clients,
 // with every kind of outcome: ok, fail, info, and no completion at all.
-func randomLockHistory(rng *rand.Rand) *history.History {
+func randomLockHistory(rng *rand.Rand, n int) *history.History {
 	ttls := []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond}
 	b := newHB("random", ttls[rng.IntN(len(ttls))])
 	clients := 2 + rng.IntN(3)
-	n := 4 + rng.IntN(7)
 	next := make([]float64, clients)
 	for range n {
 		c := rng.IntN(clients)
@@ -141,31 +141,102 @@ func randomLockHistory(rng *rand.Rand) *history.History {
 }
 
 // The reductions of lockHistory (unknown acquires nobody releases left out, unknown releases
-// capped where their acquisition can no longer hold the lock) never change porcupine's answer.
+// capped where their acquisition can no longer hold the lock) and its cutting into chunks never
+// change porcupine's answer, nor where the checker locates an illegal grant porcupine proved.
 func TestLockReductionsKeepAnswer(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	seen := map[porcupine.CheckResult]int{}
-	reduced := 0
-	for i := range 4000 {
-		h := randomLockHistory(rng)
+	reduced, chunked, waiters, located := 0, 0, 0, 0
+	for i := range 2500 {
+		h := randomLockHistory(rng, 4+rng.IntN(7+i%2*6))
 		r := newRun(h, Options{})
-		raw, parts := r.lockHistoryOf(false)
-		red, _ := r.lockHistoryOf(true)
+		raw, parts := r.lockHistoryOf(false, 0)
 		want := porcupine.CheckOperationsTimeout(lockModel(parts), raw, 10*time.Second)
-		got := porcupine.CheckOperationsTimeout(lockModel(parts), red, 10*time.Second)
 		if want == porcupine.Unknown {
-			t.Fatalf("%d: the unreduced check timed out", i)
-		}
-		if got != want {
-			t.Fatalf("%d: reduced %s, unreduced %s\nraw %+v\nreduced %+v", i, got, want, raw, red)
+			t.Fatalf("%d: the unreduced check timed out\n%+v", i, raw)
 		}
 		seen[want]++
-		if len(red) != len(raw) || fmt.Sprint(red) != fmt.Sprint(raw) {
-			reduced++
+		where := map[bool]Violation{} // located in one piece, with and without the reductions
+		if want == porcupine.Illegal {
+			for _, reduce := range []bool{false, true} {
+				r.lockOps, r.lockParts = r.lockHistoryOf(reduce, 0)
+				where[reduce] = r.porcupineGrantViolation(nil)
+			}
+		}
+		for _, c := range []struct {
+			reduce bool
+			chunk  int
+		}{{true, 0}, {false, 1}, {true, 1}, {true, 3}} {
+			red, redParts := r.lockHistoryOf(c.reduce, c.chunk)
+			got := porcupine.CheckOperationsTimeout(lockModel(redParts), red, 10*time.Second)
+			if got != want {
+				t.Fatalf("%d %+v: %s, unreduced and in one piece %s\nraw %+v\nreduced %+v", i, c, got, want, raw, red)
+			}
+			if c.reduce && c.chunk == 0 && (len(red) != len(raw) || fmt.Sprint(red) != fmt.Sprint(raw)) {
+				reduced++
+			}
+			if c.chunk == 1 && redParts > parts {
+				chunked++
+				if slices.ContainsFunc(red, func(o porcupine.Operation) bool { return o.Input.(lockInput).kind == lockInit }) {
+					waiters++
+				}
+			}
+			if want == porcupine.Illegal {
+				r.lockOps, r.lockParts = red, redParts
+				if w := r.porcupineGrantViolation(nil); w.B.ID != where[c.reduce].B.ID {
+					t.Fatalf("%d %+v: located at acq %d, in one piece at acq %d\nraw %+v\nreduced %+v", i, c, w.B.ID, where[c.reduce].B.ID, raw, red)
+				}
+				located++
+			}
 		}
 	}
-	if seen[porcupine.Ok] < 200 || seen[porcupine.Illegal] < 200 || reduced < 500 {
-		t.Fatalf("too few interesting cases: %v, %d reduced", seen, reduced)
+	if seen[porcupine.Ok] < 200 || seen[porcupine.Illegal] < 200 || reduced < 300 || chunked < 300 || waiters < 10 {
+		t.Fatalf("too few interesting cases: %v, %d reduced, %d chunked (%d with waiters)", seen, reduced, chunked, waiters)
 	}
-	t.Logf("answers %v, %d histories reduced", seen, reduced)
+	t.Logf("answers %v, %d histories reduced, %d cut into chunks (%d with waiters), %d locations compared", seen, reduced, chunked, waiters, located)
+}
+
+// The same on generated contended histories (clients waiting in acquire while another holds the
+// lock, as in real runs), with and without an injected violation: cut into chunks of any size,
+// the lock check gives the answer and the location it gives in one piece.
+func TestLockChunksKeepAnswerContended(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	seen := map[porcupine.CheckResult]int{}
+	waiters := 0
+	for i := range 300 {
+		cfg := genConfig{clients: 2 + rng.IntN(8), ops: 40 + rng.IntN(300), ttl: time.Duration(1+rng.IntN(5)) * time.Millisecond,
+			seed: rng.Uint64(), inject: inject(rng.IntN(3)), noise: rng.IntN(2) == 0}
+		cfg.injectAt = rng.IntN(cfg.ops / 4)
+		r := newRun(generate(cfg), Options{})
+		whole, parts := r.lockHistoryOf(true, 0)
+		want := porcupine.CheckOperationsTimeout(lockModel(parts), whole, 10*time.Second)
+		if want == porcupine.Unknown {
+			t.Fatalf("%d %+v: the check in one piece timed out", i, cfg)
+		}
+		seen[want]++
+		var where Violation
+		if want == porcupine.Illegal {
+			r.lockOps, r.lockParts = whole, parts
+			where = r.porcupineGrantViolation(nil)
+		}
+		for _, size := range []int{1, 2, 7, 40} {
+			h, n := r.lockHistoryOf(true, size)
+			if size == 1 && slices.ContainsFunc(h, func(o porcupine.Operation) bool { return o.Input.(lockInput).kind == lockInit }) {
+				waiters++
+			}
+			if got := porcupine.CheckOperationsTimeout(lockModel(n), h, 10*time.Second); got != want {
+				t.Fatalf("%d %+v, chunks of %d: %s, in one piece %s", i, cfg, size, got, want)
+			}
+			if want == porcupine.Illegal {
+				r.lockOps, r.lockParts = h, n
+				if w := r.porcupineGrantViolation(nil); w.B.ID != where.B.ID || w.A.ID != where.A.ID {
+					t.Fatalf("%d %+v, chunks of %d: located at acq %d after %d, in one piece at %d after %d", i, cfg, size, w.B.ID, w.A.ID, where.B.ID, where.A.ID)
+				}
+			}
+		}
+	}
+	if seen[porcupine.Ok] < 50 || seen[porcupine.Illegal] < 50 || waiters < 100 {
+		t.Fatalf("too few interesting cases: %v, %d cut with waiters", seen, waiters)
+	}
+	t.Logf("answers %v, %d cut with waiters", seen, waiters)
 }

@@ -18,8 +18,9 @@ type run struct {
 	end    int64 // time of the last event: the run's duration
 	idx    opIndex
 	// lockOps is the porcupine history of the lock check, kept to locate its violation.
-	lockOps  []porcupine.Operation
-	warnings []string
+	lockOps   []porcupine.Operation
+	lockParts int // porcupine partitions of lockOps
+	warnings  []string
 }
 
 func newRun(h *history.History, opts Options) *run {
