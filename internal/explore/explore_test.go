@@ -13,11 +13,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/internal/explore"
 	"github.com/lockchaos/lockchaos/scenarios"
+	"github.com/redis/go-redis/v9"
 )
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// TestMain silences go-redis: under injected faults its failed dials are expected, and each
+// operation's error is in the history.
+func TestMain(m *testing.M) {
+	redis.SetLogger(quietLogger{})
+	os.Exit(m.Run())
+}
 
 // explored runs an exploration against real servers; a missing server skips the test unless CI
 // requires them.
@@ -119,7 +132,7 @@ func class(e *explore.Experiment) string {
 // (stuck), and a release that reaches the server late deletes the next holder's key (service).
 func TestExploreSetNXExpire(t *testing.T) {
 	rep := explored(t, explore.Options{Algorithm: "setnx-expire", TTL: 300 * time.Millisecond,
-		Budget: 75 * time.Second, Faults: []string{explore.KindCrash, explore.KindSlow},
+		Budget: 45 * time.Second, Faults: []string{explore.KindCrash, explore.KindSlow},
 		Points: []string{"acquire:after-setnx", "cs:acquired", "cs:before-release"}})
 	if e := find(t, rep, "acquire:after-setnx", explore.KindCrash); e.Run.Verdict != checker.Stuck {
 		t.Errorf("crash at acquire:after-setnx: %s, want stuck", class(e))
@@ -130,7 +143,7 @@ func TestExploreSetNXExpire(t *testing.T) {
 	var late []string
 	for _, e := range rep.Broken() {
 		if e.Fault == explore.KindSlow && e.Run.Class == string(checker.ServiceClass) {
-			late = append(late, e.Point+" "+e.MinText(300*time.Millisecond))
+			late = append(late, e.Point+" "+rep.MinText(e))
 		}
 	}
 	if len(late) == 0 {
@@ -144,7 +157,7 @@ func TestExploreSetNXExpire(t *testing.T) {
 // however late it arrives.
 func TestExploreToken(t *testing.T) {
 	ttl := 300 * time.Millisecond
-	rep := explored(t, explore.Options{Algorithm: "token", TTL: ttl, Budget: 75 * time.Second,
+	rep := explored(t, explore.Options{Algorithm: "token", TTL: ttl, Budget: 70 * time.Second,
 		Faults: []string{explore.KindPause, explore.KindSlow}, Points: []string{"cs:before-write", "release:before-del"}})
 	pause := find(t, rep, "cs:before-write", explore.KindPause)
 	if class(pause) != "unsafe-client" {
@@ -161,7 +174,7 @@ func TestExploreToken(t *testing.T) {
 	// to the point — the acquire's latency plus the hold.
 	left := float64(ttl.Milliseconds()) - *pause.AcquireToPointMs
 	got := float64(pause.Min.D().Microseconds()) / 1000
-	t.Logf("min pause %.0fms; TTL − acquire→point = %.0fms (%s)", got, left, pause.MinText(ttl))
+	t.Logf("min pause %.0fms; TTL − acquire→point = %.0fms (%s)", got, left, rep.MinText(pause))
 	if math.Abs(got-left) > 0.1*left {
 		t.Errorf("min pause %.0fms, want within 10%% of TTL − acquire→point = %.0fms", got, left)
 	}
@@ -291,5 +304,36 @@ func TestStyleIsReports(t *testing.T) {
 	}
 	if !bytes.Equal(mine, theirs) {
 		t.Errorf("internal/explore/style.css differs from reports/style.css: cp reports/style.css internal/explore/")
+	}
+}
+
+// TestPageEscapes: point names come from the algorithm (a user's lock under locktest may name
+// them anything); the page escapes them.
+func TestPageEscapes(t *testing.T) {
+	name := "explore-hostile-test"
+	algorithms.Register(algorithms.Info{Name: name, Topologies: []string{"redis-single"},
+		Points: []string{`acquire:<script>alert(1)</script>`, `release:"onmouseover="x`}})
+	t.Cleanup(func() { algorithms.Unregister(name) })
+	out := t.TempDir()
+	clock := time.Unix(0, 0)
+	rep, err := explore.Run(context.Background(), explore.Options{Algorithm: name, Out: out,
+		Now: func() time.Time { clock = clock.Add(time.Hour); return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.NotExplored == 0 {
+		t.Fatalf("nothing planned")
+	}
+	page, err := os.ReadFile(filepath.Join(out, explore.HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"<script>alert", `"onmouseover="x`} {
+		if bytes.Contains(page, []byte(bad)) {
+			t.Errorf("page contains %q unescaped", bad)
+		}
+	}
+	if !bytes.Contains(page, []byte("&lt;script&gt;alert(1)&lt;/script&gt;")) {
+		t.Errorf("page lost the escaped point name")
 	}
 }

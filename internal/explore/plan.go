@@ -244,7 +244,14 @@ func slug(point, kind string) string {
 	if point == "" {
 		return kind
 	}
-	return strings.NewReplacer(":", "-", "/", "-", " ", "-").Replace(point) + "-" + kind
+	// The name becomes a directory: anything but letters, digits, dots and dashes becomes a dash.
+	safe := strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, point)
+	return safe + "-" + kind
 }
 
 func d(v time.Duration) scenarios.Duration { return scenarios.Duration(v) }

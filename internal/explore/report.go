@@ -152,18 +152,21 @@ func (e *Experiment) Best() Attempt {
 	return e.Run
 }
 
-// MinText says the minimum beside the TTL, e.g. "min pause 412ms = 0.82×TTL".
-func (e *Experiment) MinText(ttl time.Duration) string {
+// MinText says an experiment's minimum beside the lease its faults were sized from, e.g.
+// "min pause 412ms = 0.82×TTL" (ZooKeeper: "= 1.10×session timeout"); "≤" marks a bound.
+func (r *Report) MinText(e *Experiment) string {
 	if e.Min == nil || e.Param == "" {
 		return ""
 	}
 	bound := ""
-	if e.Shrink == nil {
-		bound = "≤ " // not shrunk: only the survey's size is known to break
-	} else if !e.Shrink.Converged {
-		bound = "≤ "
+	if e.Shrink == nil || !e.Shrink.Converged {
+		bound = "≤ " // only a size known to break, not the smallest
 	}
-	return fmt.Sprintf("min %s %s%s = %.2f×TTL", e.Param, bound, e.Min.D(), float64(*e.Min)/float64(ttl))
+	lease, label := r.TTL, "TTL"
+	if r.SessionTimeout != 0 && e.Fault != KindSlow && e.Fault != KindClockSkew {
+		lease, label = r.SessionTimeout, "session timeout"
+	}
+	return fmt.Sprintf("min %s %s%s = %.2f×%s", e.Param, bound, e.Min.D(), float64(*e.Min)/float64(lease), label)
 }
 
 func (e *Experiment) describe(v time.Duration) string {

@@ -115,8 +115,8 @@ func (r *Report) rows() []row {
 			if rw.Class != "" {
 				rw.Cat = rw.Verdict + "-" + rw.Class
 			}
-			rw.Min = e.MinText(ttl)
-			if e.AcquireToPointMs != nil && rw.Min != "" {
+			rw.Min = r.MinText(e)
+			if e.AcquireToPointMs != nil && rw.Min != "" && r.SessionTimeout == 0 {
 				left := float64(ttl.Microseconds())/1000 - *e.AcquireToPointMs
 				rw.Note = fmt.Sprintf("lease left at the point: TTL − acquire→point = %.0fms", left)
 			}
@@ -124,7 +124,7 @@ func (r *Report) rows() []row {
 				rw.Note = strings.TrimPrefix(rw.Note+"; shrink stopped: "+e.Shrink.Stopped, "; ")
 			}
 			if e.Param != "" && !rw.Broken {
-				rw.Note = fmt.Sprintf("%s %s", e.Param, e.Tried)
+				rw.Note = fmt.Sprintf("tried %s %s", e.Param, e.Tried)
 			}
 			rw.TTD = fmtTTD(best.TTDMs)
 			rw.Command, rw.Report = best.Command, best.Report
