@@ -86,6 +86,8 @@ type Config struct {
 	Log io.Writer
 	// ExternalAddrs are the servers of the external backend.
 	ExternalAddrs []string
+	// RedisImage and ZooKeeperImage are the docker backend's images (default: cluster's).
+	RedisImage, ZooKeeperImage string
 }
 
 func (c Config) withDefaults() (Config, algorithms.Info, error) {

@@ -49,6 +49,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Topology: cfg.Topology, Nodes: cfg.Nodes, Backend: cfg.Backend, Clients: cfg.Clients,
 		Proxies: cfg.Proxies == ProxyAlways || (cfg.Proxies == ProxyAuto && len(cfg.Faults) > 0),
 		Log:     cfg.Log, ExternalAddrs: cfg.ExternalAddrs,
+		RedisImage: cfg.RedisImage, ZooKeeperImage: cfg.ZooKeeperImage,
 	})
 	if err != nil {
 		return nil, err

@@ -86,11 +86,20 @@ func lookupAlgorithm(name string) (algorithms.Info, error) {
 	return info, nil
 }
 
-func cmdDoctor(args []string, stdout io.Writer) (int, error) {
+func cmdDoctor(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 	var c common
+	var clean bool
 	fs := newFlags("doctor", &c)
+	fs.BoolVar(&clean, "clean", false, "remove containers and networks left by killed docker runs")
 	if err := parse(fs, args); err != nil {
 		return 0, err
+	}
+	if clean {
+		n, err := cluster.CleanDocker(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("doctor --clean: %w", err)
+		}
+		fmt.Fprintf(stdout, "removed %d docker objects left by killed runs\n", n)
 	}
 	code := exitValid
 	for _, backend := range []string{cluster.Local, cluster.Docker} {

@@ -26,6 +26,8 @@ type common struct {
 	quiet, json   bool
 	scenarioFile  string
 	external      string
+	redisImage    string
+	zkImage       string
 }
 
 func newFlags(name string, c *common) *flag.FlagSet {
@@ -46,6 +48,8 @@ func newFlags(name string, c *common) *flag.FlagSet {
 	fs.BoolVar(&c.json, "json", false, "print results as JSON")
 	fs.StringVar(&c.scenarioFile, "scenario-file", "", "YAML file of extra scenarios")
 	fs.StringVar(&c.external, "addrs", "", "comma-separated server addresses for --backend external")
+	fs.StringVar(&c.redisImage, "redis-image", "", "docker backend: Redis image (default "+cluster.DefaultRedisImage+"; make images builds lockchaos/redis offline)")
+	fs.StringVar(&c.zkImage, "zookeeper-image", "", "docker backend: ZooKeeper image (default "+cluster.DefaultZooKeeperImage+"; make images builds lockchaos/zookeeper)")
 	return fs
 }
 
@@ -88,7 +92,8 @@ func (c *common) validate() error {
 
 func (c *common) options() runner.Options {
 	o := runner.Options{Out: c.out, Backend: c.backend, Proxies: c.proxy, Seed: c.seed,
-		Duration: c.duration, Clients: c.clients, TTL: c.ttl, Version: version}
+		Duration: c.duration, Clients: c.clients, TTL: c.ttl, Version: version,
+		RedisImage: c.redisImage, ZooKeeperImage: c.zkImage}
 	if c.external != "" {
 		o.ExternalAddrs = strings.Split(c.external, ",")
 	}

@@ -38,7 +38,7 @@ usage:
   lockchaos matrix [--algorithms a,b] [--scenarios x,y] [--runs R] [--shard i/n] [flags]
   lockchaos explore --algorithm A [--budget 5m] [--out DIR]  every named point × fault, failures shrunk; exit 1 if any
   lockchaos check DIR                                  re-check a saved run from its history
-  lockchaos doctor                                     which backends work here, how to fix the rest
+  lockchaos doctor [--clean]                           which backends work here, how to fix the rest
   lockchaos serve DIR [--addr 127.0.0.1:8080]          serve reports on loopback
 
 common flags: --duration 2s --clients 5 --ttl 500ms --seed N --backend local --out reports --quiet --json
@@ -83,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "check":
 		code, err = cmdCheck(args[1:], stdout)
 	case "doctor":
-		code, err = cmdDoctor(args[1:], stdout)
+		code, err = cmdDoctor(ctx, args[1:], stdout)
 	case "serve":
 		code, err = cmdServe(ctx, args[1:], stdout)
 	case "help", "-h", "--help":

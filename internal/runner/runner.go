@@ -35,6 +35,8 @@ type Options struct {
 	// CheckTimeout bounds each porcupine check (default: the checker's).
 	CheckTimeout  time.Duration
 	ExternalAddrs []string
+	// RedisImage and ZooKeeperImage are the docker backend's images.
+	RedisImage, ZooKeeperImage string
 }
 
 // Dir returns the run directory of a cell: OUT/<scenario>/<algorithm>[/<run>].
@@ -60,6 +62,7 @@ func Config(c scenarios.Cell, o Options, run int) harness.Config {
 		Faults: c.Faults, Duration: w.Duration.D(), StuckAfter: w.StuckAfter.D(), Tail: w.Tail.D(),
 		Seed: o.Seed + int64(max(run, 1)-1), Dir: Dir(o.out(), c, run), Version: o.Version,
 		Log: o.Log, ExternalAddrs: o.ExternalAddrs,
+		RedisImage: o.RedisImage, ZooKeeperImage: o.ZooKeeperImage,
 	}
 	if info, err := algorithms.Lookup(c.Algorithm); err == nil && info.Fenced {
 		// A fenced algorithm is run as it is meant to be used: the resource checks its fences.
@@ -91,6 +94,12 @@ func command(c scenarios.Cell, o Options, seed int64) string {
 		"--seed", strconv.FormatInt(seed, 10)}
 	if o.Backend != "" && o.Backend != "local" {
 		args = append(args, "--backend", o.Backend)
+	}
+	if o.RedisImage != "" {
+		args = append(args, "--redis-image", o.RedisImage)
+	}
+	if o.ZooKeeperImage != "" {
+		args = append(args, "--zookeeper-image", o.ZooKeeperImage)
 	}
 	if o.Duration > 0 {
 		args = append(args, "--duration", o.Duration.String())
