@@ -6,9 +6,10 @@ OUT   ?= reports
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian packages the tests and the local backend need.
-DEBS  := redis-server redis-sentinel zookeeper libslf4j-java default-jre-headless chromium
+DEBS  := redis-server redis-sentinel redis-tools zookeeper libslf4j-java default-jre-headless etcd-server chromium
+FUZZTIME ?= 20s
 
-.PHONY: help deps build test test-short run matrix reproduce bench fuzz vet clean
+.PHONY: help deps images build test test-short run matrix reproduce bench soak fuzz vet clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -30,8 +31,12 @@ vet: ## gofmt and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 
-test: deps vet ## install what the tests need, then run every test (real servers, real browser) with -race
-	LOCKCHAOS_REQUIRE_SERVERS=1 LOCKCHAOS_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 25m ./...
+images: deps ## build the docker backend's images offline (lockchaos/redis, lockchaos/zookeeper); FORCE=1 rebuilds
+	images/build.sh $(if $(FORCE),--force)
+
+test: deps images vet ## install what the tests need, then run every test (real servers, Docker, a real browser) with -race, then each fuzz test briefly
+	LOCKCHAOS_REQUIRE_SERVERS=1 LOCKCHAOS_REQUIRE_BROWSER=1 LOCKCHAOS_REQUIRE_DOCKER=1 $(GO) test -race -count=1 -timeout 25m ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 
 test-short: ## unit tests only (no servers)
 	$(GO) test -short -count=1 ./...
@@ -47,10 +52,10 @@ reproduce: deps build ## 20 runs of every cell, with TTD statistics written to B
 bench: deps ## run the benchmarks; they rewrite their sections of BENCHMARKS.md
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
 
-fuzz: ## run each fuzz test for 20s
+fuzz: ## run each fuzz test for FUZZTIME (20s)
 	@for t in $$(grep -rhoE 'func Fuzz[A-Za-z]+' --include '*_test.go' . | sed 's/func //' | sort -u); do \
 	  pkg=$$(grep -rlE "func $$t\(" --include '*_test.go' . | head -1 | xargs dirname); \
-	  echo "== $$t ($$pkg)"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime 20s $$pkg || exit 1; done
+	  echo "== $$t ($$pkg)"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done
 
 clean: ## remove build output and reports
 	rm -rf bin $(OUT)

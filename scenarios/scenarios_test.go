@@ -95,3 +95,24 @@ scenarios:
 		})
 	}
 }
+
+// FuzzParse: the scenario file parser never panics, and what it accepts resolves for every seed
+// algorithm.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("scenarios:\n  - name: x\n    faults: [{kind: client-pause, point: cs:before-write, for: 1s}]\n    expect: {token: Uc}\n"))
+	f.Add([]byte("scenarios:\n  - name: y\n    workload: {clients: 3, ttl: 1s}\n    variants: {redlock: {nodes: 5}}\n"))
+	f.Add([]byte("scenarios: [{name: z, expect: {setnx: \"-: no\"}}]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ss, err := scenarios.Parse(data)
+		if err != nil {
+			return
+		}
+		for _, s := range ss {
+			for _, alg := range seed {
+				if _, err := s.Cell(alg); err != nil {
+					t.Fatalf("accepted scenario %q does not resolve for %s: %v", s.Name, alg, err)
+				}
+			}
+		}
+	})
+}
