@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -43,7 +42,9 @@ const topoEtcd = "etcd"
 // Release deletes the key as Mutex.Unlock does, guarded by the mutex's IsOwner comparison so it
 // can tell ErrNotHeld (the lease expired) from a delete. The recipe is idempotent within a
 // session: a Lock whose outcome is unknown leaves at most our own key, which the next Lock of the
-// same session takes over instead of queueing behind it.
+// same session takes over instead of queueing behind it. A Lock that does not return soon after
+// ctx ends (its cleanup delete runs without a deadline, and hangs on a connection to a killed
+// member) costs the client its session: the lease is revoked and the next Lock starts afresh.
 type etcdLocker struct {
 	cfg    Config
 	cli    *clientv3.Client
@@ -51,8 +52,7 @@ type etcdLocker struct {
 	prefix string
 	life   context.Context // the sessions' keepalives live as long as the locker
 	stop   context.CancelFunc
-	busy   chan struct{} // one Lock in flight: a late one finishes before the next starts
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // Locks still in flight after their Acquire gave up, and revokes
 
 	mu   sync.Mutex
 	sess *concurrency.Session
@@ -86,7 +86,7 @@ func newEtcd(cfg Config) (Locker, error) {
 	life, stop := context.WithCancel(context.Background())
 	return &etcdLocker{
 		cfg: cfg, cli: cli, ttl: etcdSessionTTL(cfg.TTL), prefix: "/lockchaos/" + cfg.Name,
-		life: life, stop: stop, busy: make(chan struct{}, 1),
+		life: life, stop: stop,
 	}, nil
 }
 
@@ -136,6 +136,19 @@ func (l *etcdLocker) dropSession(s *concurrency.Session) {
 	s.Orphan()
 }
 
+// abandonSession gives up s while a Lock in it is still in flight: its keepalives stop and its
+// lease is revoked in the background (or expires), which deletes whatever key that Lock put or
+// may yet put, so it can neither hold the lock late nor queue ahead of this client's next Lock,
+// which starts in a new session under a new key.
+func (l *etcdLocker) abandonSession(s *concurrency.Session) {
+	l.dropSession(s)
+	l.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(l.life, time.Duration(l.ttl)*time.Second)
+		defer cancel()
+		_, _ = l.cli.Revoke(ctx, s.Lease())
+	})
+}
+
 // Acquire is Mutex.Lock(ctx) in the client's session.
 func (l *etcdLocker) Acquire(ctx context.Context) (Lease, error) {
 	for {
@@ -148,42 +161,26 @@ func (l *etcdLocker) Acquire(ctx context.Context) (Lease, error) {
 
 // lock runs one Mutex.Lock; retry is true when the session was gone and a new one may succeed.
 func (l *etcdLocker) lock(ctx context.Context) (_ Lease, retry bool, _ error) {
-	select {
-	case l.busy <- struct{}{}:
-	case <-ctx.Done():
-		return Lease{}, false, fmt.Errorf("etcd acquire: the previous acquire is still in flight: %w", ctx.Err())
-	}
 	s, ttl, err := l.session(ctx)
 	if err != nil {
-		<-l.busy
 		return Lease{}, false, fmt.Errorf("etcd acquire: %w", err)
 	}
 	m := concurrency.NewMutex(s, l.prefix)
 	done := make(chan error, 1)
-	var abandoned atomic.Bool
-	l.wg.Go(func() {
-		defer func() { <-l.busy }()
-		err := m.Lock(ctx)
-		if err == nil && abandoned.Load() {
-			// Granted after we gave up waiting: give it back, or the next Lock of this session
-			// takes the key over.
-			uctx, cancel := context.WithTimeout(l.life, l.cfg.OpTimeout)
-			_ = m.Unlock(uctx)
-			cancel()
-		}
-		done <- err
-	})
+	l.wg.Go(func() { done <- m.Lock(ctx) })
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		// Lock cleans up after a cancelled wait with an unbounded delete; give it OpTimeout.
+		// Lock cleans up after a cancelled wait with a delete under the client's own context,
+		// which has no deadline: on a connection to a dead member it can hang. Give it
+		// OpTimeout, then abandon the whole session.
 		t := time.NewTimer(l.cfg.OpTimeout)
 		select {
 		case err = <-done:
 			t.Stop()
 		case <-t.C:
-			abandoned.Store(true)
-			return Lease{}, false, &UnknownError{Op: "etcd lock (still in flight)", Err: ctx.Err()}
+			l.abandonSession(s)
+			return Lease{}, false, &UnknownError{Op: "etcd lock (still in flight; its session is revoked)", Err: ctx.Err()}
 		}
 	}
 	if err == nil {

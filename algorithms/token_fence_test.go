@@ -3,6 +3,7 @@ package algorithms_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,7 +110,14 @@ func TestTokenFenceFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	link.Stop()
+	// Black-hole it as the failover fault does: a closed link would mark the replica as stale
+	// (down longer than 10× down-after), and Sentinel would not promote it.
+	if _, err := link.Toxics.AddToxicJson(strings.NewReader(`{"name":"cut","type":"timeout","stream":"downstream","attributes":{"timeout":0}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := link.Toxics.AddToxicJson(strings.NewReader(`{"name":"cut-up","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`)); err != nil {
+		t.Fatal(err)
+	}
 	after := increasing(t, 3, a, b)
 	held := acquire(t, a, 5*time.Second)
 	if held.Fence != after[len(after)-1]+1 {
