@@ -206,21 +206,21 @@ func registerCatalogue() bool {
 	return true
 }
 
-// seed lists the seven seed algorithms in DESIGN.md §7's column order.
-var seed = []string{"setnx", "setnx-expire", "setnx-px", "getset", "token", "redlock", "zookeeper"}
+// Seed lists the seven seed algorithms in DESIGN.md §7's column order: the default matrix.
+var Seed = []string{"setnx", "setnx-expire", "setnx-px", "getset", "token", "redlock", "zookeeper"}
 
 // expect maps the seed algorithms, in column order, to codes. A code may carry a comment after a
 // colon ("S: why"), kept for the catalogue's readers.
 func expect(codes ...string) map[string]string {
 	m := make(map[string]string, len(codes))
 	for i, c := range codes {
-		m[seed[i]] = c
+		m[Seed[i]] = c
 	}
 	return m
 }
 
 func all(code string) map[string]string {
-	codes := make([]string, len(seed))
+	codes := make([]string, len(Seed))
 	for i := range codes {
 		codes[i] = code
 	}

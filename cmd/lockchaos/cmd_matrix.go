@@ -24,7 +24,7 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	var algs, scens, shard string
 	var runs, parallel int
 	fs := newFlags("matrix", &c)
-	fs.StringVar(&algs, "algorithms", "", "comma-separated algorithms (default: all)")
+	fs.StringVar(&algs, "algorithms", "", "comma-separated algorithms, or all (default: the seven seed algorithms)")
 	fs.StringVar(&scens, "scenarios", "", "comma-separated scenarios (default: the catalogue)")
 	fs.IntVar(&runs, "runs", 1, "runs per cell")
 	fs.StringVar(&shard, "shard", "", "run only shard i of n (i/n, from 1), for CI fan-out")
@@ -45,8 +45,10 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	if err != nil {
 		return 0, err
 	}
-	algList := algorithms.Names()
-	if algs != "" {
+	algList := scenarios.Seed
+	if algs == "all" {
+		algList = algorithms.Names()
+	} else if algs != "" {
 		algList = splitList(algs)
 		for _, a := range algList {
 			if _, err := lookupAlgorithm(a); err != nil {

@@ -29,7 +29,6 @@ var safeCells = map[string][]string{
 	"zk-leader-kill": {"zookeeper"},
 }
 
-var seed = []string{"setnx", "setnx-expire", "setnx-px", "getset", "token", "redlock", "zookeeper"}
 
 type row struct {
 	cell              scenarios.Cell
@@ -54,7 +53,7 @@ func main() {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), s.Name) {
 			continue
 		}
-		for _, alg := range seed {
+		for _, alg := range scenarios.Seed {
 			c, err := s.Cell(alg)
 			if err != nil || c.NA != "" || c.Expected == "" {
 				continue

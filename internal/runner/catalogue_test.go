@@ -12,8 +12,6 @@ import (
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
-// seed is the catalogue's column order (DESIGN.md §7).
-var seed = []string{"setnx", "setnx-expire", "setnx-px", "getset", "token", "redlock", "zookeeper"}
 
 // TestCatalogue runs every cell of the catalogue for the seven seed algorithms against real servers
 // and checks it against its expectation: every claim of the catalogue (and the README) is shown
@@ -29,7 +27,7 @@ func TestCatalogue(t *testing.T) {
 	}
 	for _, s := range scenarios.All() {
 		t.Run(s.Name, func(t *testing.T) {
-			for _, alg := range seed {
+			for _, alg := range scenarios.Seed {
 				cell, err := s.Cell(alg)
 				if err != nil {
 					t.Fatal(err)
