@@ -29,7 +29,6 @@ var safeCells = map[string][]string{
 	"zk-leader-kill": {"zookeeper"},
 }
 
-
 type row struct {
 	cell              scenarios.Cell
 	matched, runs     int

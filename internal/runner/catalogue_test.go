@@ -12,7 +12,6 @@ import (
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
-
 // TestCatalogue runs every cell of the catalogue for the seven seed algorithms against real servers
 // and checks it against its expectation: every claim of the catalogue (and the README) is shown
 // by a run. A cell that misses is run once more — the catalogue promises ≥ 19 of 20 reproductions,
