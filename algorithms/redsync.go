@@ -81,6 +81,9 @@ func (l *redsyncLocker) Acquire(ctx context.Context) (Lease, error) {
 		return Lease{Validity: max(m.Until().Sub(start), time.Nanosecond), TTL: l.cfg.TTL, Data: m}, nil
 	}
 	err = fmt.Errorf("redsync acquire: %w", err)
+	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		err = fmt.Errorf("%w (%w)", err, ctx.Err()) // redsync says only ErrFailed
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
@@ -91,9 +94,6 @@ func (l *redsyncLocker) Acquire(ctx context.Context) (Lease, error) {
 	}
 	if n >= l.quorum {
 		return Lease{}, &UnknownError{Op: "redsync acquire (a majority may still hold our token)", Err: err}
-	}
-	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-		err = fmt.Errorf("%w (%w)", err, ctx.Err()) // redsync says only ErrFailed
 	}
 	return Lease{}, err
 }
