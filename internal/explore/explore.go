@@ -135,6 +135,13 @@ type explorer struct {
 // and Out/explore-scenarios.yaml and returns the report. An error means bad options (wrapping
 // ErrBadOptions), a harness that could not run at all, or unwritable output; what the lock did is
 // in the report (see Report.Broken).
+//
+// Where it can miss a failure (false negatives): each experiment injects one fault, at the first
+// time any client reaches the point (clock-skew: client 2's clock, from the start), sized past the
+// lease; a failure that needs two faults, a later occurrence of the point, or a fault that breaks
+// the lock only when it is smaller than the survey's size is not aimed at. A safe pair is run at most twice, so a rare race can pass. A
+// shrink's minimum is the smallest size that broke the lock in one of Runs runs: scheduling delays
+// only lengthen a pause, so it can read a little low, never high.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	o, info, err := o.withDefaults()
 	if err != nil {

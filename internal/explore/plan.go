@@ -138,8 +138,14 @@ func (s setup) workload(kind string) scenarios.Workload {
 	// The fault fires at the first critical section, so its effect shows by the fault's size plus
 	// the hold; the liveness window after it is long enough for a crashed holder's lease to end.
 	phase := p + hold
-	if kind == KindPartition {
+	switch kind {
+	case KindPartition:
 		phase = hold // the partition falls inside the hold
+	case KindCrash:
+		// A crash silences the client's links until the fault phase ends; its library lives on
+		// in-process, so the phase must outlast the lease or the healed links revive a ZooKeeper
+		// session the server would have expired (a false "stuck").
+		phase = 2*s.lease + hold
 	}
 	stuck := max(2*s.lease, 600*time.Millisecond) + hold
 	w := scenarios.Workload{
