@@ -35,7 +35,7 @@ images: deps ## build the docker backend's images offline (lockchaos/redis, lock
 	images/build.sh $(if $(FORCE),--force)
 
 test: deps images vet ## install what the tests need, then run every test (real servers, Docker, a real browser) with -race, then each fuzz test briefly
-	LOCKCHAOS_REQUIRE_SERVERS=1 LOCKCHAOS_REQUIRE_BROWSER=1 LOCKCHAOS_REQUIRE_DOCKER=1 $(GO) test -race -count=1 -timeout 25m ./...
+	LOCKCHAOS_REQUIRE_SERVERS=1 LOCKCHAOS_REQUIRE_BROWSER=1 LOCKCHAOS_REQUIRE_DOCKER=1 $(GO) test -race -count=1 -p 1 -timeout 40m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 
 test-short: ## unit tests only (no servers)

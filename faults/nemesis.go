@@ -42,7 +42,6 @@ type Nemesis struct {
 	nextID  atomic.Int64
 	mu      sync.Mutex
 	healing map[int64]Heal // lasting faults not yet healed, by occurrence id
-	silent  map[int64]Heal // heals of faults that never end (crashes), run by HealAll unrecorded
 	stopped bool
 	stop    chan struct{} // closed by HealAll: lasting faults stop waiting for their For
 	wg      sync.WaitGroup
@@ -68,7 +67,7 @@ type Planned struct {
 
 // New validates specs and plans the timed faults.
 func New(env Env, specs []Spec, opt Options) (*Nemesis, error) {
-	n := &Nemesis{env: env, opt: opt, healing: map[int64]Heal{}, silent: map[int64]Heal{}, stop: make(chan struct{})}
+	n := &Nemesis{env: env, opt: opt, healing: map[int64]Heal{}, stop: make(chan struct{})}
 	for i, s := range specs {
 		if err := s.Validate(); err != nil {
 			return nil, fmt.Errorf("fault %d: %w", i+1, err)
@@ -210,9 +209,9 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 	lasting := r.spec.For.D() + extra
 	if b, ok := r.kind.(Blocker); ok && b.Blocks() {
 		if f, ok := r.kind.(Forever); ok && f.Forever() {
-			// A crash never ends: its links are restored by HealAll for the servers' sake, but no
-			// end line is written, so the checker sees a client that died for good.
-			n.keepSilently(id, heal)
+			// A crash never ends: no end line is written, so the checker sees a client that died
+			// for good, and its links stay cut until the cluster is closed. Restoring them would
+			// revive what a dead process cannot (a ZooKeeper session its library still holds).
 			<-ctx.Done()
 			return ErrCrashed
 		}
@@ -269,22 +268,6 @@ func (n *Nemesis) keepFor(id int64, heal Heal, lasting time.Duration) {
 	}
 }
 
-// keepSilently keeps a heal that HealAll runs without recording an end line (at once if HealAll
-// has run).
-func (n *Nemesis) keepSilently(id int64, heal Heal) {
-	n.mu.Lock()
-	stopped := n.stopped
-	if !stopped {
-		n.silent[id] = heal
-	}
-	n.mu.Unlock()
-	if stopped && heal != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_ = heal(ctx)
-		cancel()
-	}
-}
-
 // end heals occurrence id (given heal, or the kept one) and records its end, once.
 func (n *Nemesis) end(id int64, heal Heal) {
 	n.mu.Lock()
@@ -318,18 +301,9 @@ func (n *Nemesis) HealAll() {
 	for id := range n.healing {
 		ids = append(ids, id)
 	}
-	silent := n.silent
-	n.silent = map[int64]Heal{}
 	n.mu.Unlock()
 	if n.cancel != nil {
 		n.cancel()
-	}
-	for _, heal := range silent {
-		if heal != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_ = heal(ctx)
-			cancel()
-		}
 	}
 	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
 	for _, id := range ids {
