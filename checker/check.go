@@ -154,6 +154,11 @@ func CheckHistory(h *history.History, opts Options) *Outcome {
 // or "unsafe-service" / "unsafe-client", which also need a violation of that class among
 // ClassesSeen (the first violation's class alone is ViolationClass).
 func Matches(res *Result, expected string) bool {
+	if expected == "racy" {
+		// A race the scenario hits in some runs only: a violation is the known bug, a safe run a
+		// miss; anything else (stuck, unknown) is not the expected behaviour.
+		return res.Verdict == Safe || res.Verdict == Unsafe
+	}
 	verdict, class, _ := strings.Cut(expected, "-")
 	if Verdict(verdict) != res.Verdict {
 		return false

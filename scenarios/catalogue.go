@@ -150,22 +150,24 @@ func registerCatalogue() bool {
 	})
 	register(Scenario{
 		Name:       "latency",
-		Summary:    "From 300 ms on, replies from a minority of nodes (the single node) are delayed by more than TTL/2.",
+		Summary:    "From 300 ms on, replies from a minority of nodes (the single node) are delayed by TTL/2+50 ms.",
 		Reproduces: "antirez: Redlock's validity check rejects slow acquisitions",
 		Needs:      "latency > TTL/2 on a minority",
 		Workload:   std.merge(Workload{OpTimeout: ms(2 * ttl)}),
-		Faults:     []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "all", Amount: ms(ttl/2 + 150)}},
+		Faults:     []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "all", Amount: ms(ttl/2 + 50)}},
 		Variants: map[string]Variant{
 			"redlock": {Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "minority", Amount: ms(ttl/2 + 50)}},
 				Workload: Workload{OpTimeout: ms(ttl / 10)}},
 			"zookeeper": {Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "minority", Amount: ms(ttl/2 + 50)}}},
 		},
-		// With TTL/2+50 ms (300 ms) getset was unsafe in 1 to 3 of 4 runs: the holder's release GET
-		// answers late, after a waiter's GETSET took the expired lock over, and its DEL removes the
-		// new holder's key (the slow-release race of the non-atomic GET-compare-DEL, which
-		// slow-release shows reliably). At TTL/2+150 ms every getset acquisition outlives its lease,
-		// careful clients use none of them, and getset is safe in every run measured.
-		Expect: all("S"),
+		// DESIGN.md §7 expected S for getset; measured runs show it unsafe (service class) in 2 to
+		// 4 of 8 runs, whatever the latency's length or the number of clients: a holder's release
+		// GET is answered late, after a waiter's GETSET took the lock over from the holder's
+		// expired timestamp, and the holder's DEL then removes the new holder's key — the
+		// slow-release race of the non-atomic GET-compare-DEL (which slow-release shows every
+		// time), reached by latency alone. The cell is R: either verdict matches, and the
+		// matrix shows which one this run gave.
+		Expect: expect("S", "S", "S", "R: a late release GET lets its DEL remove a new holder's key", "S", "S", "S"),
 	})
 	register(Scenario{
 		Name:       "getset-race",

@@ -77,7 +77,8 @@ type Scenario struct {
 	// "redlock", "zookeeper". An algorithm's own entry wins over its family's.
 	Variants map[string]Variant `yaml:"variants,omitempty" json:"variants,omitempty"`
 	// Expect maps an algorithm to its expected verdict: S (safe), Us (unsafe, service class),
-	// Uc (unsafe, client class), U (unsafe, either class), X (stuck), or "-: reason" when the
+	// Uc (unsafe, client class), U (unsafe, either class), X (stuck), R (racy: a real bug the
+	// scenario hits in some runs only, so safe and unsafe both match), or "-: reason" when the
 	// cell makes no sense. An algorithm not listed is not expected anything.
 	Expect map[string]string `yaml:"expect,omitempty" json:"expect,omitempty"`
 }
@@ -99,6 +100,7 @@ type Cell struct {
 // Expectation codes of the catalogue and the verdicts they stand for.
 var codes = map[string]string{
 	"S": "safe", "Us": "unsafe-service", "Uc": "unsafe-client", "U": "unsafe", "X": "stuck",
+	"R": "racy",
 }
 
 // Family returns the variant family of an algorithm.
@@ -147,7 +149,7 @@ func (s Scenario) Cell(algorithm string) (Cell, error) {
 	head, _, _ := strings.Cut(code, ":")
 	v, ok := codes[strings.TrimSpace(head)]
 	if !ok {
-		return c, fmt.Errorf("scenario %s: expectation %q of %s is not one of S, Us, Uc, U, X or \"-: reason\"", s.Name, code, algorithm)
+		return c, fmt.Errorf("scenario %s: expectation %q of %s is not one of S, Us, Uc, U, X, R or \"-: reason\"", s.Name, code, algorithm)
 	}
 	c.Expected = v
 	return c, nil
