@@ -64,7 +64,14 @@ func parse(fs *flag.FlagSet, args []string) error {
 	if fs.NArg() > 0 && fs.Name() != "check" && fs.Name() != "serve" {
 		return usagef("%s: unexpected argument %q (flags start with --)", fs.Name(), fs.Arg(0))
 	}
-	return nil
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		// Zero means "the scenario's own" only when the flag is not given at all.
+		if err == nil && (f.Name == "ttl" || f.Name == "duration" || f.Name == "clients") && strings.Trim(f.Value.String(), "0s") == "" {
+			err = usagef("--%s %s: give a positive value (a lease needs a TTL; leave the flag out for the scenario's own)", f.Name, f.Value)
+		}
+	})
+	return err
 }
 
 func (c *common) validate() error {

@@ -42,6 +42,8 @@ func TestBadInput(t *testing.T) {
 		{"malformed duration", []string{"run", "--algorithm", "token", "--duration", "5 parsecs"}, "invalid value"},
 		{"negative duration", []string{"run", "--algorithm", "token", "--duration", "-5s"}, "negative"},
 		{"negative clients", []string{"run", "--algorithm", "token", "--clients", "-2"}, "negative"},
+		{"zero ttl", []string{"run", "--algorithm", "token", "--ttl", "0s"}, "a lease needs a TTL"},
+		{"zero clients", []string{"run", "--algorithm", "token", "--clients", "0"}, "give a positive value"},
 		{"bad backend", []string{"run", "--algorithm", "token", "--backend", "cloud"}, "unknown: use local"},
 		{"bad expect", []string{"run", "--algorithm", "token", "--expect", "fine"}, "--expect"},
 		{"n/a cell", []string{"run", "--algorithm", "token", "--scenario", "zk-leader-kill"}, "does not apply"},
