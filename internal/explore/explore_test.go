@@ -292,21 +292,6 @@ func TestBadOptions(t *testing.T) {
 	}
 }
 
-// TestStyleIsReports keeps the page's copy of the reports' stylesheet equal to it.
-func TestStyleIsReports(t *testing.T) {
-	mine, err := os.ReadFile("style.css")
-	if err != nil {
-		t.Fatal(err)
-	}
-	theirs, err := os.ReadFile(filepath.Join("..", "..", "reports", "style.css"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(mine, theirs) {
-		t.Errorf("internal/explore/style.css differs from reports/style.css: cp reports/style.css internal/explore/")
-	}
-}
-
 // TestPageEscapes: point names come from the algorithm (a user's lock under locktest may name
 // them anything); the page escapes them.
 func TestPageEscapes(t *testing.T) {

@@ -17,14 +17,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/reports"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
-
-// style.css is a copy of reports/style.css (a test keeps them equal): the page looks like the run
-// reports it links to, and stays one self-contained file.
-//
-//go:embed style.css
-var styleCSS string
 
 //go:embed templates/explore.html
 var pageSource string
@@ -205,7 +200,7 @@ type view struct {
 }
 
 func (r *Report) view() view {
-	v := view{R: r, CSS: template.CSS(styleCSS), Rows: r.rows(),
+	v := view{R: r, CSS: reports.Style(), Rows: r.rows(),
 		Elapsed: (time.Duration(r.ElapsedMs) * time.Millisecond).Round(time.Second).String()}
 	for _, e := range r.Experiments {
 		if e.Status == StatusNotExplored {
