@@ -1,0 +1,260 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/bench"
+	"github.com/lockchaos/lockchaos/internal/benchmd"
+)
+
+// Each throughput measurement: the clients loop for benchRun; critical sections are counted from
+// benchWarm on, so connection set-up is not in the rate.
+const (
+	benchRun  = 3 * time.Second
+	benchWarm = 500 * time.Millisecond
+)
+
+// commandsPerCS is how many Redis commands one uncontended critical section costs: acquire and
+// release, each one command per node.
+var commandsPerCS = map[string]int{
+	"setnx":   2,  // SETNX, DEL
+	"token":   2,  // SET NX PX, EVAL compare-and-delete
+	"redlock": 10, // SET NX PX on 5 nodes, EVAL on 5 nodes
+}
+
+// cost is one measurement: a rate and the CPU it took per Redis command, on the client side (this
+// process: harness, or proxies for redis-benchmark, plus redis-benchmark itself) and on the
+// servers' side.
+type cost struct {
+	rate              float64
+	clientCPU, srvCPU time.Duration // per command
+}
+
+// csRate runs cfg (clients on their own locks, no hold, no think) and returns critical sections
+// per second, counted as releases invoked after benchWarm, and the CPU per command. noRecord
+// drops the history events.
+func csRate(b *testing.B, cfg Config, noRecord bool) cost {
+	b.Helper()
+	var n, all atomic.Int64
+	warm, end := int64(benchWarm), int64(cfg.Duration)
+	benchObserve = func(e history.Event) {
+		if e.Type == history.TypeInvoke && e.Op == history.OpRelease {
+			all.Add(1)
+			if e.AtNs >= warm && e.AtNs < end {
+				n.Add(1)
+			}
+		}
+	}
+	benchNoRecord = noRecord
+	defer func() { benchObserve, benchNoRecord = nil, false }()
+	cfg.Dir = b.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	self0, child0 := bench.CPU()
+	if _, err := Run(ctx, cfg); err != nil {
+		if errors.Is(err, cluster.ErrMissingBinary) {
+			b.Skipf("skip: %v", err)
+		}
+		b.Fatalf("run %s: %v", cfg.Algorithm, err)
+	}
+	self1, child1 := bench.CPU() // the servers were reaped by Run's cluster.Close
+	cmds := float64(max(all.Load(), 1) * int64(commandsPerCS[cfg.Algorithm]))
+	return cost{rate: float64(n.Load()) / (cfg.Duration - benchWarm).Seconds(),
+		clientCPU: time.Duration(float64(self1-self0) / cmds), srvCPU: time.Duration(float64(child1-child0) / cmds)}
+}
+
+func throughputConfig(alg string, clients int, proxies string) Config {
+	return Config{Algorithm: alg, Proxies: proxies, Duration: benchRun, Tail: time.Millisecond, Seed: 1,
+		Workload: Workload{Clients: clients, TTL: 10 * time.Second, LockPerClient: true, NoWait: true}}
+}
+
+// referenceRate starts the algorithm's topology with the same proxy setting and returns the summed
+// rate redis-benchmark (SET, the same client count per node) reaches on its data nodes, all at
+// once, and the CPU per command.
+func referenceRate(b *testing.B, alg string, clients int, proxied bool) cost {
+	b.Helper()
+	topo := cluster.RedisSingle
+	if alg == "redlock" {
+		topo = cluster.RedisMulti
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := cluster.Start(ctx, cluster.Spec{Topology: topo, Clients: 1, Proxies: proxied, Dir: b.TempDir()})
+	if errors.Is(err, cluster.ErrMissingBinary) {
+		b.Skipf("skip: %v", err)
+	}
+	if err != nil {
+		b.Fatalf("start %s: %v", topo, err)
+	}
+	defer cl.Close()
+	self0, child0 := bench.CPU()
+	rate, reqs, err := bench.RedisBenchmarkAll(ctx, cl.Endpoints(1).Addrs, clients, benchRun-benchWarm)
+	if errors.Is(err, bench.ErrNoRedisBenchmark) {
+		b.Skipf("skip: %v", err)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	self1, child1 := bench.CPU() // redis-benchmark reaped
+	_ = cl.Close()
+	_, child2 := bench.CPU() // the servers reaped
+	return cost{rate: rate, clientCPU: time.Duration(float64(self1-self0+child1-child0) / float64(reqs)),
+		srvCPU: time.Duration(float64(child2-child1) / float64(reqs))}
+}
+
+type tputRow struct {
+	alg           string
+	clients       int
+	proxies       string
+	cs, cmds, ref []float64 // per repeat
+	ratios        []float64
+	// CPU µs per Redis command: harness and its reference, client and server side.
+	hCli, hSrv, rCli, rSrv []float64
+}
+
+// BenchmarkLockThroughput measures critical sections per second of setnx, token and redlock with
+// 1, 8 and 32 clients on independent lock names, with and without the toxiproxy hop, against
+// redis-benchmark through the same path in the same run, and writes "Lock throughput".
+func BenchmarkLockThroughput(b *testing.B) {
+	reps := bench.Repeats(3)
+	load := []string{bench.LoadAvg()}
+	var rows []*tputRow
+	for _, proxies := range []string{ProxyNever, ProxyAlways} {
+		for _, alg := range []string{"setnx", "token", "redlock"} {
+			for _, clients := range []int{1, 8, 32} {
+				row := &tputRow{alg: alg, clients: clients, proxies: proxies}
+				b.Run(fmt.Sprintf("%s/clients=%d/proxy=%s", alg, clients, proxies), func(b *testing.B) {
+					for range b.N {
+						for range reps {
+							h := csRate(b, throughputConfig(alg, clients, proxies), false)
+							r := referenceRate(b, alg, clients, proxies == ProxyAlways)
+							cmds := h.rate * float64(commandsPerCS[alg])
+							row.cs, row.cmds, row.ref = append(row.cs, h.rate), append(row.cmds, cmds), append(row.ref, r.rate)
+							row.ratios = append(row.ratios, cmds/r.rate)
+							row.hCli, row.hSrv = append(row.hCli, us(h.clientCPU)), append(row.hSrv, us(h.srvCPU))
+							row.rCli, row.rSrv = append(row.rCli, us(r.clientCPU)), append(row.rSrv, us(r.srvCPU))
+						}
+					}
+					b.ReportMetric(bench.Median(row.cs), "cs/s")
+					b.ReportMetric(bench.Median(row.ratios)*100, "%-of-redis-benchmark")
+				})
+				if len(row.cs) > 0 {
+					rows = append(rows, row)
+				}
+			}
+		}
+		load = append(load, bench.LoadAvg())
+	}
+	if len(rows) == 0 {
+		return
+	}
+	var s strings.Builder
+	fmt.Fprintf(&s, "`go test -run '^$' -bench BenchmarkLockThroughput -benchtime 1x ./harness/` — each client on its own "+
+		"lock name (Workload.LockPerClient), hold 0, think 0 (NoWait), TTL 10s, history recorded; critical sections "+
+		"counted from %v to %v of each run. Reference: `redis-benchmark -t set -q -c N` (no pipelining, as the "+
+		"harness) against the same topology started the same way, right after each harness run; for redlock one "+
+		"redis-benchmark per node at once (each client talks to all 5 nodes), rates summed. Commands per critical "+
+		"section: setnx 2 (SETNX, DEL), token 2 (SET NX PX, EVAL), redlock 10 (SET NX PX and EVAL on 5 nodes). "+
+		"Proxy `always`: every client→node link through embedded toxiproxy (redis-benchmark through one such proxy). "+
+		"Medians of %d repeats; the ratio is taken per repeat, then the median. Target: ≥ 80%% of redis-benchmark.\n\n",
+		benchWarm, benchRun, reps)
+	fmt.Fprintf(&s, "Load average (1/5/15 min) before, after the direct rows, after the proxied rows: %s.\n\n", strings.Join(load, " → "))
+	s.WriteString("CPU µs per Redis command (getrusage over each whole run, all critical sections): client side = this process " +
+		"(harness clients, recorder, proxies) for the harness, redis-benchmark plus this process (the proxies) for the " +
+		"reference; server side = the redis-server processes.\n\n")
+	s.WriteString("| algorithm | clients | proxy | CS/s | Redis cmds/s | redis-benchmark SET/s | ratio | target | client CPU µs/cmd harness / ref | server CPU µs/cmd harness / ref |\n" +
+		"|---|---:|---|---:|---:|---:|---:|---|---:|---:|\n")
+	for _, r := range rows {
+		ratio := bench.Median(r.ratios)
+		met := "met"
+		if ratio < 0.8 {
+			met = "**not met**"
+		}
+		fmt.Fprintf(&s, "| %s | %d | %s | %.0f | %.0f | %.0f | %.0f%% | %s | %.1f / %.1f | %.1f / %.1f |\n", r.alg, r.clients, r.proxies,
+			bench.Median(r.cs), bench.Median(r.cmds), bench.Median(r.ref), ratio*100, met,
+			bench.Median(r.hCli), bench.Median(r.rCli), bench.Median(r.hSrv), bench.Median(r.rSrv))
+	}
+	if note := os.Getenv("BENCH_THROUGHPUT_NOTE"); note != "" {
+		s.WriteString("\n" + note + "\n")
+	}
+	path, err := bench.File()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := benchmd.Update(path, "Lock throughput", s.String()); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkRecordingOverhead runs the throughput workload (token, no proxy) with the history
+// recorded and with the events dropped, alternating, and writes "Recording overhead".
+func BenchmarkRecordingOverhead(b *testing.B) {
+	reps := bench.Repeats(5)
+	loadBefore := bench.LoadAvg()
+	type row struct {
+		clients int
+		on, off []float64
+		losses  []float64
+	}
+	var rows []*row
+	for _, clients := range []int{1, 8, 32} {
+		r := &row{clients: clients}
+		b.Run(fmt.Sprintf("token/clients=%d", clients), func(b *testing.B) {
+			for range b.N {
+				for i := range reps {
+					// Alternate which goes first, so a drift in the machine's load hits both.
+					var on, off float64
+					if i%2 == 0 {
+						on = csRate(b, throughputConfig("token", clients, ProxyNever), false).rate
+						off = csRate(b, throughputConfig("token", clients, ProxyNever), true).rate
+					} else {
+						off = csRate(b, throughputConfig("token", clients, ProxyNever), true).rate
+						on = csRate(b, throughputConfig("token", clients, ProxyNever), false).rate
+					}
+					r.on, r.off = append(r.on, on), append(r.off, off)
+					r.losses = append(r.losses, 1-on/off)
+				}
+			}
+			b.ReportMetric(bench.Median(r.losses)*100, "%-loss")
+		})
+		if len(r.on) > 0 {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	var s strings.Builder
+	fmt.Fprintf(&s, "`go test -run '^$' -bench BenchmarkRecordingOverhead -benchtime 1x ./harness/` — the throughput "+
+		"workload (token, redis-single, no proxy, own lock per client, hold 0, think 0; 8 history events per critical "+
+		"section), with history.jsonl written (on) and with the events dropped before encoding (off, a test hook in "+
+		"harness/recorder.go). Runs alternate on/off; loss = 1 − on/off per pair, median of %d pairs. Target: ≤ 5%%.\n\n", reps)
+	fmt.Fprintf(&s, "Load average (1/5/15 min) before → after: %s → %s.\n\n", loadBefore, bench.LoadAvg())
+	s.WriteString("| clients | CS/s recording on | CS/s recording off | loss | target |\n|---:|---:|---:|---:|---|\n")
+	for _, r := range rows {
+		loss := bench.Median(r.losses)
+		met := "met"
+		if loss > 0.05 {
+			met = "**not met**"
+		}
+		fmt.Fprintf(&s, "| %d | %.0f | %.0f | %.1f%% | %s |\n", r.clients, bench.Median(r.on), bench.Median(r.off), loss*100, met)
+	}
+	path, err := bench.File()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := benchmd.Update(path, "Recording overhead", s.String()); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
