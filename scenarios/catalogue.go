@@ -1,6 +1,10 @@
 package scenarios
 
-import "github.com/lockchaos/lockchaos/faults"
+import (
+	"fmt"
+
+	"github.com/lockchaos/lockchaos/faults"
+)
 
 // The catalogue (DESIGN.md §7). Every fault is aimed by an event — the first holder, at the named
 // point where the published failure happens — so each known bug shows within seconds, not after
@@ -12,14 +16,23 @@ const ttl = 500 // ms, the catalogue's lease
 // ZooKeeper's session timeout is 1 s: shorter sessions expire spuriously on a loaded 2-core machine.
 var std = Workload{Clients: 5, TTL: ms(ttl), Hold: ms(10), Duration: ms(2000), SessionTimeout: ms(1000)}
 
-// bareMajority is the Redlock setup of Kleppmann's restart and clock-jump failures: client 1 reaches
-// only redis-1..3 and every other client only redis-3..5, so each majority goes through redis-3.
-// When client 1 holds the lock, the fault hits redis-3 and the next client wins redis-3..5.
-func bareMajority(hit faults.Spec) []faults.Spec {
-	hit.Point, hit.Client, hit.Nodes = "cs:acquired", 1, "redis-3"
+// BareMajority is the Redlock setup of Kleppmann's restart and clock-jump failures over five
+// masters: client 1 reaches only redis-1..3 and the other clients only redis-3..5, so every
+// majority goes through redis-3. When client 1 reaches hit's point (cs:acquired when unset), the
+// fault hits redis-3 and the next client wins redis-3..5. A fault on one node of a full majority of
+// five would not matter.
+func BareMajority(hit faults.Spec, clients int) []faults.Spec {
+	if hit.Point == "" {
+		hit.Point = "cs:acquired"
+	}
+	hit.Client, hit.Nodes = 1, "redis-3"
+	others := "2"
+	if clients > 2 {
+		others = fmt.Sprintf("2-%d", clients)
+	}
 	return []faults.Spec{
 		{Kind: "partition", Clients: "1", Nodes: "redis-4,redis-5"},
-		{Kind: "partition", Clients: "2-5", Nodes: "redis-1,redis-2"},
+		{Kind: "partition", Clients: others, Nodes: "redis-1,redis-2"},
 		hit,
 	}
 }
@@ -111,7 +124,11 @@ func registerCatalogue() bool {
 		Workload: std.merge(Workload{TTL: ms(2000), Hold: ms(700), StuckAfter: ms(1500), Tail: ms(1000)}),
 		Faults:   []faults.Spec{{Kind: "restart", Point: "cs:acquired", Nodes: "master"}},
 		Variants: map[string]Variant{
-			"redlock":   {Faults: bareMajority(faults.Spec{Kind: "restart"})},
+			// Two clients, so client 1 (the one the fault waits for) soon wins the contested
+			// redis-3; its hold outlasts client 2's next attempts (each waits out its black-holed
+			// nodes, TTL/10), and the 2 s lease keeps its grant valid when client 2 wins redis-3..5.
+			"redlock": {Faults: BareMajority(faults.Spec{Kind: "restart"}, 2),
+				Workload: Workload{Clients: 2, Duration: ms(3000)}},
 			"zookeeper": {Faults: []faults.Spec{{Kind: "restart", Point: "cs:acquired", Nodes: "leader"}}},
 		},
 		Expect: expect("Us", "Us", "Us", "Us", "Us", "Us", "S: one of three restarts, the quorum keeps the lock"),
@@ -125,7 +142,8 @@ func registerCatalogue() bool {
 		Workload:   std.merge(Workload{Hold: ms(200)}),
 		Faults:     []faults.Spec{{Kind: "clock-jump", Point: "cs:acquired", Nodes: "master", Amount: ms(ttl)}},
 		Variants: map[string]Variant{
-			"redlock": {Faults: bareMajority(faults.Spec{Kind: "clock-jump", Amount: ms(ttl)})},
+			"redlock": {Faults: BareMajority(faults.Spec{Kind: "clock-jump", Amount: ms(ttl)}, 2),
+				Workload: Workload{Clients: 2}},
 		},
 		Expect: expect("S: the key has no TTL", "Us", "Us", "S: the expiry is in the value, read by client clocks", "Us", "Us",
 			"-: ZooKeeper sessions do not expire by a server wall clock"),

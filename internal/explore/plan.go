@@ -193,7 +193,7 @@ func (s setup) scenario(e *Experiment, v time.Duration) scenarios.Scenario {
 	}
 	sc.Faults = []faults.Spec{f}
 	if s.topology == "redis-multi" && (e.Fault == KindRestart || e.Fault == KindClockJump) {
-		sc.Faults = s.bareMajority(f)
+		sc.Faults = scenarios.BareMajority(f, s.clients)
 	}
 	return sc
 }
@@ -204,19 +204,6 @@ func (s setup) holder() string {
 		return "leader"
 	}
 	return "master"
-}
-
-// bareMajority is the catalogue's Redlock setup for restart and clock-jump (Kleppmann): client 1
-// reaches only redis-1..3 and the others only redis-3..5, so every majority goes through redis-3,
-// and the fault hits redis-3 when client 1 reaches the point. A fault on any one node of a full
-// majority of five would not matter.
-func (s setup) bareMajority(hit faults.Spec) []faults.Spec {
-	hit.Client, hit.Nodes = 1, "redis-3"
-	return []faults.Spec{
-		{Kind: "partition", Clients: "1", Nodes: "redis-4,redis-5"},
-		{Kind: "partition", Clients: fmt.Sprintf("2-%d", s.clients), Nodes: "redis-1,redis-2"},
-		hit,
-	}
 }
 
 // plan lists every (point, fault) pair of the algorithm, in survey order, filtered by o.
