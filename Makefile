@@ -8,6 +8,8 @@ SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian packages the tests and the local backend need.
 DEBS  := redis-server redis-sentinel redis-tools zookeeper libslf4j-java default-jre-headless etcd-server chromium
 FUZZTIME ?= 20s
+BENCH_LONG_RUN ?= 10m
+SOAK ?= 10m
 
 .PHONY: help deps images build test test-short run matrix reproduce bench soak fuzz vet clean
 
@@ -49,8 +51,11 @@ matrix: run ## alias of run
 reproduce: deps build ## 20 runs of every cell, with TTD statistics written to BENCHMARKS.md
 	$(GO) run ./internal/reproduce --runs 20 --parallel 2 --out $(OUT)/reproduce --bench BENCHMARKS.md
 
-bench: deps ## run the benchmarks; they rewrite their sections of BENCHMARKS.md
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
+bench: deps ## run the benchmarks (not the soak); they rewrite their sections of BENCHMARKS.md
+	BENCH_LONG_RUN=$(BENCH_LONG_RUN) $(GO) test -run '^$$' -bench . -skip '^BenchmarkSoak$$' -benchtime 1x -timeout 90m ./...
+
+soak: deps ## bounded long run (SOAK=10m): heap and goroutines sampled into BENCHMARKS.md "Soak"
+	SOAK=$(SOAK) $(GO) test -run '^$$' -bench '^BenchmarkSoak$$' -benchtime 1x -timeout 0 ./internal/bench/
 
 fuzz: ## run each fuzz test for FUZZTIME (20s)
 	@for t in $$(grep -rhoE 'func Fuzz[A-Za-z]+' --include '*_test.go' . | sed 's/func //' | sort -u); do \
