@@ -91,32 +91,9 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 	}
 	res.Schedule = nem.Schedule()
 
-	shared := &resource{fencing: cfg.Fencing}
-	clients := make([]*client, cfg.Clients)
-	for i := range clients {
-		id := i + 1
-		ep := cl.Endpoints(id)
-		name := "lock"
-		if cfg.LockPerClient {
-			name = fmt.Sprintf("lock-%d", id)
-		}
-		acfg := algorithms.Config{
-			Client: id, Name: name, TTL: cfg.TTL, Addrs: ep.Addrs, Dial: ep.Dial,
-			SessionTimeout: cfg.SessionTimeout, OpTimeout: cfg.OpTimeout, Clock: env.clocks[id],
-			Point: func(ctx context.Context, name string) error { return nem.Point(ctx, id, name) },
-			Rand:  rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(id))),
-		}
-		if ep.MasterName != "" {
-			acfg.Sentinel = &algorithms.SentinelConfig{MasterName: ep.MasterName, Addrs: ep.SentinelAddrs}
-		}
-		locker, err := info.New(acfg)
-		if err != nil {
-			closeAll(clients)
-			return fmt.Errorf("client %d: %s: %w", id, cfg.Algorithm, err)
-		}
-		clients[i] = &client{id: id, lock: acfg.Name, locker: locker, clock: acfg.Clock, point: acfg.Point,
-			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(1000+id))), rec: rec,
-			res: shared, w: cfg.Workload}
+	clients, err := newClients(cfg, info, cl, env, nem, rec)
+	if err != nil {
+		return err
 	}
 	defer closeAll(clients)
 
@@ -165,6 +142,39 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 		return err
 	}
 	return nil
+}
+
+// newClients builds every client's Locker on its own endpoints, clock, named-point hook and
+// seeded random source; they share the one resource.
+func newClients(cfg Config, info algorithms.Info, cl cluster.Cluster, env *env, nem *faults.Nemesis, rec *recorder) ([]*client, error) {
+	shared := &resource{fencing: cfg.Fencing}
+	clients := make([]*client, cfg.Clients)
+	for i := range clients {
+		id := i + 1
+		ep := cl.Endpoints(id)
+		name := "lock"
+		if cfg.LockPerClient {
+			name = fmt.Sprintf("lock-%d", id)
+		}
+		acfg := algorithms.Config{
+			Client: id, Name: name, TTL: cfg.TTL, Addrs: ep.Addrs, Dial: ep.Dial,
+			SessionTimeout: cfg.SessionTimeout, OpTimeout: cfg.OpTimeout, Clock: env.clocks[id],
+			Point: func(ctx context.Context, name string) error { return nem.Point(ctx, id, name) },
+			Rand:  rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(id))),
+		}
+		if ep.MasterName != "" {
+			acfg.Sentinel = &algorithms.SentinelConfig{MasterName: ep.MasterName, Addrs: ep.SentinelAddrs}
+		}
+		locker, err := info.New(acfg)
+		if err != nil {
+			closeAll(clients)
+			return nil, fmt.Errorf("client %d: %s: %w", id, cfg.Algorithm, err)
+		}
+		clients[i] = &client{id: id, lock: acfg.Name, locker: locker, clock: acfg.Clock, point: acfg.Point,
+			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(1000+id))), rec: rec,
+			res: shared, w: cfg.Workload}
+	}
+	return clients, nil
 }
 
 func closeAll(clients []*client) {
