@@ -3,11 +3,11 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"syscall"
 )
 
-// Kill SIGKILLs the node's process group and waits until it is gone.
-func (c *local) Kill(ctx context.Context, name string) error {
+// Kill stops the node with SIGKILL and waits until it is gone (docker: kills the container, which
+// stays, so its logs can be read, until Restart replaces it or Close removes it).
+func (c *topo) Kill(ctx context.Context, name string) error {
 	n, err := c.node(name)
 	if err != nil {
 		return err
@@ -18,38 +18,40 @@ func (c *local) Kill(ctx context.Context, name string) error {
 
 // Restart kills the node if it runs, starts it on the same address and waits until it is ready.
 // A redis node comes back empty, as a plain master (also a former replica: Sentinel decides what
-// it becomes). A ZooKeeper member keeps its data dir: a ZooKeeper restart is a process restart,
+// it becomes; docker: a fresh container). A sentinel keeps its state, and a ZooKeeper member its
+// data dir (docker: the same container started again): a ZooKeeper restart is a process restart,
 // since an empty member rejoining would be a different fault (lost disk) that ZooKeeper does not
 // claim to survive.
-func (c *local) Restart(ctx context.Context, name string) error {
+func (c *topo) Restart(ctx context.Context, name string) error {
 	n, err := c.node(name)
 	if err != nil {
 		return err
 	}
-	return n.restart(ctx, c.sp)
+	return n.restart(ctx)
 }
 
-// Pause stops the node's process group with SIGSTOP.
-func (c *local) Pause(ctx context.Context, name string) error {
+// Pause stops the node's process group with SIGSTOP (docker pause: every process in the
+// container stops).
+func (c *topo) Pause(ctx context.Context, name string) error {
 	n, err := c.node(name)
 	if err != nil {
 		return err
 	}
-	return n.signal(syscall.SIGSTOP)
+	return n.pause(true)
 }
 
-// Resume continues a paused node with SIGCONT.
-func (c *local) Resume(ctx context.Context, name string) error {
+// Resume continues a paused node (SIGCONT; docker unpause).
+func (c *topo) Resume(ctx context.Context, name string) error {
 	n, err := c.node(name)
 	if err != nil {
 		return err
 	}
-	return n.signal(syscall.SIGCONT)
+	return n.pause(false)
 }
 
 // Master returns the current master: for redis-sentinel as the first sentinel that answers says,
 // for the other redis topologies the first node.
-func (c *local) Master(ctx context.Context) (string, error) {
+func (c *topo) Master(ctx context.Context) (string, error) {
 	if l, ok, err := c.extraLeader(ctx); ok {
 		return l, err
 	}
@@ -63,7 +65,7 @@ func (c *local) Master(ctx context.Context) (string, error) {
 }
 
 // Leader returns the ZooKeeper member whose srvr reports Mode: leader (or standalone).
-func (c *local) Leader(ctx context.Context) (string, error) {
+func (c *topo) Leader(ctx context.Context) (string, error) {
 	if l, ok, err := c.extraLeader(ctx); ok {
 		return l, err
 	}

@@ -26,8 +26,8 @@ const (
 )
 
 // labels returns the labels of the run's network (node "") or of a node's container.
-func (c *docker) labels(node string) map[string]string {
-	l := map[string]string{labelApp: "1", labelRun: c.id, labelOwner: ownerID(os.Getpid())}
+func (b *docker) labels(node string) map[string]string {
+	l := map[string]string{labelApp: "1", labelRun: b.id, labelOwner: ownerID(os.Getpid())}
 	if node != "" {
 		l[labelNode] = node
 	}

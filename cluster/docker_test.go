@@ -47,7 +47,7 @@ func needDocker(t *testing.T, images ...string) {
 
 // startDockerCluster starts spec on the docker backend with the local images, fails the test on
 // error, and at the end closes it and checks that no container or network of the run survives.
-func startDockerCluster(t *testing.T, spec Spec) *docker {
+func startDockerCluster(t *testing.T, spec Spec) *topo {
 	t.Helper()
 	spec.Backend = Docker
 	spec.RedisImage, spec.ZooKeeperImage = testRedisImage, testZKImage
@@ -67,7 +67,8 @@ func startDockerCluster(t *testing.T, spec Spec) *docker {
 		t.Fatalf("Start(%s on docker): %v", spec.Topology, err)
 	}
 	t.Logf("%s on docker (%d nodes, proxies %v) started in %v", spec.Topology, len(c.Nodes()), spec.Proxies, time.Since(t0).Round(time.Millisecond))
-	d := c.(*docker)
+	d := c.(*topo)
+	id := d.be.(*docker).id
 	t.Cleanup(func() {
 		if err := d.Close(); err != nil {
 			t.Errorf("Close: %v", err)
@@ -75,8 +76,8 @@ func startDockerCluster(t *testing.T, spec Spec) *docker {
 		if err := d.Close(); err != nil {
 			t.Errorf("second Close: %v", err)
 		}
-		if left := labelled(t, labelRun+"="+d.id); len(left) > 0 {
-			t.Errorf("after Close, docker objects of run %s remain: %v", d.id, left)
+		if left := labelled(t, labelRun+"="+id); len(left) > 0 {
+			t.Errorf("after Close, docker objects of run %s remain: %v", id, left)
 		}
 	})
 	return d
@@ -109,10 +110,10 @@ func labelled(t *testing.T, label string) []string {
 }
 
 // checkLoopbackOnly fails unless every published port of the node's container is on 127.0.0.1.
-func checkLoopbackOnly(t *testing.T, c *docker, name string) {
+func checkLoopbackOnly(t *testing.T, c *topo, name string) {
 	t.Helper()
 	n, _ := c.node(name)
-	ct, err := c.pool.Client.InspectContainer(n.container)
+	ct, err := c.be.(*docker).pool.Client.InspectContainer(n.m.(*dockerNode).name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +302,7 @@ func TestDockerCrashReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := c.byName["redis-2"]
-	if err := c.pool.Client.KillContainer(dc.KillContainerOptions{ID: n.container}); err != nil {
+	if err := c.be.(*docker).pool.Client.KillContainer(dc.KillContainerOptions{ID: n.m.(*dockerNode).name}); err != nil {
 		t.Fatal(err)
 	}
 	for !strings.Contains(log.String(), "redis-2") {
@@ -409,7 +410,7 @@ func TestDockerHelperProcess(t *testing.T) {
 		fmt.Println("ERROR", strings.ReplaceAll(err.Error(), "\n", " | "))
 		os.Exit(1)
 	}
-	fmt.Println("READY", c.(*docker).id)
+	fmt.Println("READY", c.(*topo).be.(*docker).id)
 	time.Sleep(time.Minute)
 	os.Exit(3) // never Close: the parent's SIGKILL leaves the containers behind
 }
@@ -480,14 +481,14 @@ func TestDockerPortTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	n := c.redisNode("redis-x", l.Addr().(*net.TCPAddr).Port, nil)
+	n := c.redisNode("redis-x", []int{l.Addr().(*net.TCPAddr).Port}, nil)
 	n.mu.Lock()
 	err = n.launch(ctxT(t, 30*time.Second), false)
 	n.mu.Unlock()
 	if !errors.Is(err, errAddrInUse) {
 		t.Fatalf("launch on a taken port: %v; want errAddrInUse", err)
 	}
-	if _, err := c.pool.Client.InspectContainer(n.container); !isNoSuchContainer(err) {
+	if _, err := c.be.(*docker).pool.Client.InspectContainer(n.m.(*dockerNode).name); !isNoSuchContainer(err) {
 		t.Errorf("the container that failed to start is still there (%v)", err)
 	}
 }
@@ -498,7 +499,7 @@ func TestDockerCleanSparesLiveRuns(t *testing.T) {
 	if _, err := CleanDocker(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := labelled(t, labelRun+"="+c.id); len(got) != 2 {
+	if got := labelled(t, labelRun+"="+c.be.(*docker).id); len(got) != 2 {
 		t.Fatalf("CleanDocker touched a live run: %v left of its container and network", got)
 	}
 }

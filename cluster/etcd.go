@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -53,15 +52,15 @@ func init() {
 		needs: func() []Requirement {
 			return []Requirement{withVersion(checkCommand(etcdBin, "etcd-server"), etcdVersion)}
 		},
-		start:  (*local).startEtcd,
-		leader: (*local).etcdLeader,
+		start:  (*topo).startEtcd,
+		leader: (*topo).etcdLeader,
 	})
 }
 
 // startEtcd starts spec.Nodes members as one cluster. Peer links go direct; only client links
 // are proxied. A member's data dir lives in its node dir and survives Restart (a process
 // restart, as for ZooKeeper: an empty member would need to be removed and re-added).
-func (c *local) startEtcd(ctx context.Context) error {
+func (c *topo) startEtcd(ctx context.Context) error {
 	n := c.spec.Nodes
 	ports, err := freePorts(2 * n)
 	if err != nil {
@@ -74,23 +73,20 @@ func (c *local) startEtcd(ctx context.Context) error {
 		peers = append(peers, fmt.Sprintf("%s=http://%s", names[i], localAddr(ports[n+i])))
 	}
 	// A token per run keeps members of different runs from ever joining each other.
-	token := "lockchaos-" + filepath.Base(c.dir)
+	token := "lockchaos-" + c.be.runID()
 	for i := range n {
-		nd := newNode(c.dir, names[i], KindEtcd, ports[i])
-		client, peer := "http://"+nd.Addr, "http://"+localAddr(ports[n+i])
-		nd.prepare = func(restart bool) ([]string, error) {
-			if err := os.MkdirAll(nd.dir, 0o755); err != nil {
-				return nil, err
-			}
+		argv := func(dir string) []string {
+			client, peer := "http://"+localAddr(ports[i]), "http://"+localAddr(ports[n+i])
 			return append([]string{etcdBin,
-				"--name=" + nd.Name,
-				"--data-dir=" + filepath.Join(nd.dir, "data"),
+				"--name=" + names[i],
+				"--data-dir=" + filepath.Join(dir, "data"),
 				"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
 				"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
 				"--initial-cluster=" + strings.Join(peers, ","),
 				"--initial-cluster-state=new", "--initial-cluster-token=" + token,
-			}, etcdFlags...), nil
+			}, etcdFlags...)
 		}
+		nd := c.newNode(names[i], KindEtcd, []int{ports[i], ports[n+i]}, server{argv: argv})
 		nd.ready = func(ctx context.Context) error { return etcdHealthy(ctx, nd.Addr) }
 		c.add(nd)
 	}
@@ -142,7 +138,7 @@ func etcdIsLeader(ctx context.Context, addr string) (bool, error) {
 	return false, fmt.Errorf("no etcd_server_is_leader in /metrics")
 }
 
-func (c *local) etcdLeader(ctx context.Context) (string, error) {
+func (c *topo) etcdLeader(ctx context.Context) (string, error) {
 	var errs []string
 	for _, n := range c.data {
 		lead, err := etcdIsLeader(ctx, n.Addr)

@@ -27,7 +27,7 @@ func needServers(t *testing.T, topology string) {
 
 // startCluster starts spec, fails the test on error, and closes it (checking nothing of the run
 // survives) at the end of the test.
-func startCluster(t *testing.T, spec Spec) *local {
+func startCluster(t *testing.T, spec Spec) *topo {
 	t.Helper()
 	needServers(t, spec.Topology)
 	if spec.Dir == "" {
@@ -41,7 +41,8 @@ func startCluster(t *testing.T, spec Spec) *local {
 		t.Fatalf("Start(%s): %v", spec.Topology, err)
 	}
 	t.Logf("%s (%d nodes, proxies %v) started in %v", spec.Topology, len(c.Nodes()), spec.Proxies, time.Since(t0).Round(time.Millisecond))
-	l := c.(*local)
+	l := c.(*topo)
+	dir := l.be.(*local).dir
 	t.Cleanup(func() {
 		if err := l.Close(); err != nil {
 			t.Errorf("Close: %v", err)
@@ -49,10 +50,10 @@ func startCluster(t *testing.T, spec Spec) *local {
 		if err := l.Close(); err != nil {
 			t.Errorf("second Close: %v", err)
 		}
-		if _, err := os.Stat(l.dir); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("run dir %s still there after Close (%v)", l.dir, err)
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("run dir %s still there after Close (%v)", dir, err)
 		}
-		if pids := procsMentioning(l.dir); len(pids) > 0 {
+		if pids := procsMentioning(dir); len(pids) > 0 {
 			t.Errorf("processes of the run survive Close: %v", pids)
 		}
 	})

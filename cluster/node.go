@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -14,70 +12,41 @@ import (
 // Start retries the whole cluster on fresh ports.
 var errAddrInUse = errors.New("address already in use")
 
-// node is one server process and how to (re)start it.
+// node is one server and how to (re)start it; m does the backend's part.
 type node struct {
-	Node
-	port    int
-	dir     string // the node's own directory inside the run dir
-	logPath string
-	// prepare writes the node's config before each start; restart says it is a Restart (redis:
-	// start empty as a plain master; ZooKeeper: keep the data dir).
-	prepare func(restart bool) ([]string, error)
+	Node         // Addr: where the harness reaches the server
+	inner string // where other nodes reach it, and how Sentinel names it (local: Addr)
+	ports []int  // free host ports picked for it (backend.ports)
+	srv   server
+	m     machine
 	// ready returns nil once the server answers as it should.
 	ready        func(ctx context.Context) error
 	readyTimeout time.Duration
+	// report receives one line (and the log tail) when the server dies by itself; may be nil.
+	report func(string)
 
 	mu sync.Mutex
-	p  *proc
-	// restarted says the running process came from Restart (guarded by mu; ready reads it to
-	// skip checks that only hold for a fresh cluster).
+	// restarted says the running server came from Restart (guarded by mu; ready reads it to skip
+	// checks that only hold for a fresh cluster, and backends to keep a node's state).
 	restarted bool
 	// closed is set by Close so that a Restart racing with it cannot leave a server behind.
 	closed bool
-	// report receives one line (and the log tail) when the server dies by itself; may be nil.
-	report func(string)
 }
 
-func newNode(runDir, name string, kind Kind, port int) *node {
-	dir := filepath.Join(runDir, name)
-	return &node{
-		Node:         Node{Name: name, Kind: kind, Addr: localAddr(port)},
-		port:         port,
-		dir:          dir,
-		logPath:      filepath.Join(dir, name+".log"),
-		readyTimeout: 15 * time.Second,
-	}
-}
-
-// launch starts the process and waits until it is ready. Call with n.mu held.
-func (n *node) launch(ctx context.Context, sp *spawner, restart bool) error {
-	n.restarted = restart
-	argv, err := n.prepare(restart)
-	if err != nil {
-		return fmt.Errorf("%s: write config: %w", n.Name, err)
-	}
+// launch starts the server and waits until it is ready. Call with n.mu held.
+func (n *node) launch(ctx context.Context, restart bool) error {
 	if n.closed {
 		return fmt.Errorf("%s: %w", n.Name, errSpawnerClosed)
 	}
-	var onCrash func(error)
-	if n.report != nil {
-		onCrash = func(err error) {
-			n.report(fmt.Sprintf("lockchaos: %s (%s) exited by itself: %v\n%s\n", n.Name, n.Addr, err, logTail(n.logPath, 15)))
-		}
-	}
-	p, err := spawn(sp, n.dir, n.logPath, argv, onCrash)
-	if err != nil {
+	n.restarted = restart
+	if err := n.m.start(ctx, restart); err != nil {
 		return fmt.Errorf("%s: %w", n.Name, err)
 	}
-	n.p = p
 	if err := n.waitReady(ctx); err != nil {
-		p.kill() // expected: no crash report, the error says it all
-		if logSays(n.logPath, "ddress already in use") {
-			err = fmt.Errorf("%w (%w)", err, errAddrInUse)
-		}
-		return withLog(fmt.Errorf("%s (%s) did not start: %w", n.Name, n.Addr, err), n.logPath)
+		// Expected: no crash report, the error says it all.
+		return n.m.failed(fmt.Errorf("%s (%s) did not start: %w", n.Name, n.Addr, err))
 	}
-	p.quiet.Store(false)
+	n.m.watch()
 	return nil
 }
 
@@ -87,47 +56,52 @@ func (n *node) waitReady(ctx context.Context) error {
 	tick := time.NewTicker(25 * time.Millisecond)
 	defer tick.Stop()
 	var last error
-	for {
-		if n.p.exited() {
-			return fmt.Errorf("process exited: %v", n.p.err)
-		}
+	for try := 0; ; try++ {
 		if last = n.ready(ctx); last == nil {
 			return nil
+		}
+		if err := n.m.dead(ctx, try, last); err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("not ready after %v: %w", n.readyTimeout, last)
 		case <-tick.C:
-		case <-n.p.done:
+		case <-n.m.exited():
 		}
 	}
 }
 
+// kill stops the server; closing (from Close) also keeps it from starting again.
 func (n *node) kill(closing bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.closed = n.closed || closing
-	if n.p != nil {
-		n.p.kill()
-	}
+	n.m.stop()
 }
 
-func (n *node) restart(ctx context.Context, sp *spawner) error {
+// close is a node's part of Close.
+func (n *node) close() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.p != nil {
-		n.p.kill()
-	}
-	return n.launch(ctx, sp, true)
+	n.closed = true
+	n.m.release()
 }
 
-func (n *node) signal(sig syscall.Signal) error {
+func (n *node) restart(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.p == nil {
+	n.m.stop()
+	return n.launch(ctx, true)
+}
+
+func (n *node) pause(on bool) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.m.running() {
 		return fmt.Errorf("%s is not running", n.Name)
 	}
-	if err := n.p.signal(sig); err != nil {
+	if err := n.m.pause(on); err != nil {
 		return fmt.Errorf("%s: %w", n.Name, err)
 	}
 	return nil

@@ -26,7 +26,7 @@ func TestHelperProcess(t *testing.T) {
 		fmt.Println("ERROR", strings.ReplaceAll(err.Error(), "\n", " | "))
 		os.Exit(1)
 	}
-	fmt.Println("READY", c.(*local).dir)
+	fmt.Println("READY", c.(*topo).be.(*local).dir)
 	time.Sleep(time.Minute)
 	os.Exit(3) // never Close: the parent's SIGKILL must be enough
 }

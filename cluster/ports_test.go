@@ -18,12 +18,16 @@ func TestTakenPortIsRecognised(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	sp := newSpawner()
-	defer sp.stop()
-	n := newRedisNode(t.TempDir(), "redis-1", l.Addr().(*net.TCPAddr).Port, nil)
+	b, err := newLocal(Spec{Topology: RedisSingle, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &topo{be: b}
+	defer c.be.close()
+	n := c.redisNode("redis-1", []int{l.Addr().(*net.TCPAddr).Port}, nil)
 	n.readyTimeout = 3 * time.Second
 	n.mu.Lock()
-	err = n.launch(context.Background(), sp, false)
+	err = n.launch(context.Background(), false)
 	n.mu.Unlock()
 	if !errors.Is(err, errAddrInUse) {
 		t.Fatalf("launch on a taken port = %v, want errAddrInUse", err)

@@ -3,21 +3,19 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 )
 
 // redisConfig is what every redis-server of a run shares: loopback only, nothing on disk (a
 // restart is empty, DESIGN.md §4), and the original argv kept as the process title so the
 // config path in the run dir stays visible in /proc/PID/cmdline (tests find leaked servers by it).
-func redisConfig(n *node) []string {
+// port and dir are as the server sees them (docker: inside its container).
+func redisConfig(port int, dir string) []string {
 	return []string{
 		"bind 127.0.0.1",
 		"protected-mode yes",
-		fmt.Sprintf("port %d", n.port),
-		fmt.Sprintf("dir %s", n.dir),
+		fmt.Sprintf("port %d", port),
+		fmt.Sprintf("dir %s", dir),
 		`save ""`,
 		"appendonly no",
 		`logfile ""`,
@@ -28,30 +26,10 @@ func redisConfig(n *node) []string {
 	}
 }
 
-// writeConfig writes lines to the node's config file and returns its path.
-func writeConfig(n *node, file string, lines []string) (string, error) {
-	if err := os.MkdirAll(n.dir, 0o755); err != nil {
-		return "", err
-	}
-	path := filepath.Join(n.dir, file)
-	return path, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
-}
-
-// newRedisNode returns a redis-server node; extra adds config lines on the first start only
+// redisNode returns a redis-server node; first adds config lines on the first start only
 // (replicaof: a restarted node is a plain, empty master).
-func newRedisNode(runDir, name string, port int, extra []string) *node {
-	n := newNode(runDir, name, KindRedis, port)
-	n.readyTimeout = 10 * time.Second
-	n.prepare = func(restart bool) ([]string, error) {
-		lines := redisConfig(n)
-		if !restart {
-			lines = append(lines, extra...)
-		}
-		// A replica that did a full sync may have left an RDB file behind; a restart is empty.
-		_ = os.Remove(filepath.Join(n.dir, "dump.rdb"))
-		path, err := writeConfig(n, "redis.conf", lines)
-		return []string{redisServerBin, path}, err
-	}
+func (c *topo) redisNode(name string, ports []int, first []string) *node {
+	n := c.newNode(name, KindRedis, ports, server{first: first})
 	n.ready = func(ctx context.Context) error { return redisPing(ctx, n.Addr) }
 	return n
 }
@@ -68,13 +46,13 @@ func redisPing(ctx context.Context, addr string) error {
 }
 
 // startRedisMasters starts redis-single and redis-multi: independent masters.
-func (c *local) startRedisMasters(ctx context.Context) error {
-	ports, err := freePorts(c.spec.Nodes)
+func (c *topo) startRedisMasters(ctx context.Context) error {
+	ports, err := c.portsFor(repeat(KindRedis, c.spec.Nodes)...)
 	if err != nil {
 		return err
 	}
 	for i, p := range ports {
-		c.add(newRedisNode(c.dir, fmt.Sprintf("redis-%d", i+1), p, nil))
+		c.add(c.redisNode(fmt.Sprintf("redis-%d", i+1), p, nil))
 	}
 	return c.launchAll(ctx, c.data)
 }

@@ -186,7 +186,7 @@ func TestCrashIsReportedToSpecLog(t *testing.T) {
 	}
 	n := c.byName["redis-2"]
 	n.mu.Lock()
-	pid := n.p.cmd.Process.Pid
+	pid := n.m.(*process).p.cmd.Process.Pid
 	n.mu.Unlock()
 	_ = syscall.Kill(pid, syscall.SIGKILL) // behind the cluster's back: a crash
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

@@ -3,7 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"os"
+	"net"
 	"strings"
 	"time"
 )
@@ -14,30 +14,37 @@ const sentinelMasterName = "lockchaos"
 // startSentinelTopology starts a master (redis-1), a replica (redis-2) whose replication link
 // goes through its own proxy so a fault can cut it, then three sentinels. It returns once the
 // replica is in sync and every sentinel knows the master, the replica and the other sentinels,
-// so a failover can happen from the first moment of a run.
-func (c *local) startSentinelTopology(ctx context.Context) error {
-	ports, err := freePorts(5)
+// so a failover can happen from the first moment of a run. The replica announces its address as
+// other nodes know it (local: its real address; docker: its container name), since the master
+// sees its connection come from the proxy: so Sentinel, which reads the master's INFO, promotes
+// the right server, and tells clients an address Endpoints.Dial maps to their proxy.
+func (c *topo) startSentinelTopology(ctx context.Context) error {
+	listen, err := c.be.replicationListen()
 	if err != nil {
 		return err
 	}
-	master := newRedisNode(c.dir, "redis-1", ports[0], nil)
+	ports, err := c.portsFor(KindRedis, KindRedis, KindSentinel, KindSentinel, KindSentinel)
+	if err != nil {
+		return err
+	}
+	master := c.redisNode("redis-1", ports[0], nil)
 	c.add(master)
 	if err := c.launchAll(ctx, []*node{master}); err != nil {
 		return err
 	}
 	c.replMaster = master.Name
-	replAddr, err := c.px.add(linkKey{0, master.Name}, master.Addr)
+	replAddr, err := c.px.addOn(linkKey{0, master.Name}, listen, master.Addr)
 	if err != nil {
 		return err
 	}
-	host, port, _ := strings.Cut(replAddr, ":")
-	replica := newRedisNode(c.dir, "redis-2", ports[1], []string{
+	host, port, _ := net.SplitHostPort(replAddr)
+	replica := c.redisNode("redis-2", ports[1], nil)
+	ihost, iport, _ := net.SplitHostPort(replica.inner)
+	replica.srv.first = []string{
 		fmt.Sprintf("replicaof %s %s", host, port),
-		// The master sees the replica's connection come from the proxy; announcing the real
-		// address makes Sentinel (which reads the master's INFO) promote the right server.
-		"replica-announce-ip 127.0.0.1",
-		fmt.Sprintf("replica-announce-port %d", ports[1]),
-	})
+		"replica-announce-ip " + ihost,
+		"replica-announce-port " + iport,
+	}
 	plainReady := replica.ready
 	replica.ready = func(ctx context.Context) error {
 		if err := plainReady(ctx); err != nil {
@@ -54,7 +61,8 @@ func (c *local) startSentinelTopology(ctx context.Context) error {
 	}
 	var sents []*node
 	for i := 0; i < 3; i++ {
-		s := newSentinelNode(c.dir, fmt.Sprintf("sentinel-%d", i+1), ports[2+i], master.Addr)
+		s := c.newNode(fmt.Sprintf("sentinel-%d", i+1), KindSentinel, ports[2+i], server{master: master})
+		s.ready = func(ctx context.Context) error { return sentinelReady(ctx, s.Addr, s.restarted) }
 		c.add(s)
 		sents = append(sents, s)
 	}
@@ -70,27 +78,6 @@ func replicaInSync(ctx context.Context, addr string) error {
 		return fmt.Errorf("replica not in sync yet")
 	}
 	return nil
-}
-
-// newSentinelNode returns a sentinel monitoring masterAddr. Sentinel rewrites its config file
-// (it is its state), so each has its own, written fresh on the first start and kept on Restart:
-// a restarted sentinel remembers what it knew, as a real one does.
-func newSentinelNode(runDir, name string, port int, masterAddr string) *node {
-	n := newNode(runDir, name, KindSentinel, port)
-	n.readyTimeout = 15 * time.Second
-	host, mport, _ := strings.Cut(masterAddr, ":")
-	n.prepare = func(restart bool) ([]string, error) {
-		path := n.dir + "/sentinel.conf"
-		if restart {
-			if _, err := os.Stat(path); err == nil {
-				return []string{redisSentinelBin, path}, nil
-			}
-		}
-		path, err := writeConfig(n, "sentinel.conf", sentinelConfig(n.port, n.dir, host, mport))
-		return []string{redisSentinelBin, path}, err
-	}
-	n.ready = func(ctx context.Context) error { return sentinelReady(ctx, n.Addr, n.restarted) }
-	return n
 }
 
 // sentinelConfig is the config every sentinel of a run starts from (local and docker backends).
@@ -151,8 +138,9 @@ func sentinelCount(ctx context.Context, addr, what string) (int, error) {
 	return len(a), nil
 }
 
-// sentinelMaster asks the sentinels in turn for the master's address and names its node.
-func (c *local) sentinelMaster(ctx context.Context) (string, error) {
+// sentinelMaster asks the sentinels in turn for the master's address and names its node (by the
+// address other nodes know it at: docker's sentinels name containers).
+func (c *topo) sentinelMaster(ctx context.Context) (string, error) {
 	var errs []string
 	for _, s := range c.sents {
 		addr, err := sentinelMasterAddr(ctx, s.Addr)
@@ -161,7 +149,7 @@ func (c *local) sentinelMaster(ctx context.Context) (string, error) {
 			continue
 		}
 		for _, n := range c.data {
-			if n.Addr == addr {
+			if n.inner == addr {
 				return n.Name, nil
 			}
 		}

@@ -6,17 +6,17 @@ import (
 )
 
 // topology is a topology that plugs itself in from its own file (etcd.go) instead of a case in
-// each of the seed topologies' switches (normalize, checkBinaries, startLocal, Leader). It runs
-// on the local backend only.
+// each of the seed topologies' switches (normalize, checkBinaries, startTopo, Leader). It runs
+// on the local backend only (server.argv).
 type topology struct {
 	// nodes validates Spec.Nodes and returns it with its default filled in.
 	nodes func(n int) (int, error)
 	// needs lists what this machine must have (the servers' binaries), for Start and doctor.
 	needs func() []Requirement
 	// start adds and launches the data nodes.
-	start func(c *local, ctx context.Context) error
+	start func(c *topo, ctx context.Context) error
 	// leader names the node that leads now; nil when the topology has none.
-	leader func(c *local, ctx context.Context) (string, error)
+	leader func(c *topo, ctx context.Context) (string, error)
 }
 
 var extraTopologies = map[string]topology{}
@@ -73,16 +73,19 @@ func extraBinaries(topology string) error {
 }
 
 // startExtra starts a registered topology's nodes.
-func (c *local) startExtra(ctx context.Context) error {
+func (c *topo) startExtra(ctx context.Context) error {
 	t, ok := extraTopologies[c.spec.Topology]
 	if !ok {
 		return fmt.Errorf("%w: no starter for topology %s", ErrBadSpec, c.spec.Topology)
+	}
+	if c.be.name() != Local {
+		return fmt.Errorf("%w: topology %s has no docker images (use --backend local)", ErrBadSpec, c.spec.Topology)
 	}
 	return t.start(c, ctx)
 }
 
 // extraLeader returns the leader of a registered topology; ok is false for the seed topologies.
-func (c *local) extraLeader(ctx context.Context) (leader string, ok bool, err error) {
+func (c *topo) extraLeader(ctx context.Context) (leader string, ok bool, err error) {
 	t, found := extraTopologies[c.spec.Topology]
 	if !found {
 		return "", false, nil

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -27,63 +25,34 @@ var zkJVMFlags = []string{
 
 // startZooKeeper starts an ensemble of spec.Nodes members (one member runs standalone). Quorum
 // and election links go direct; only client links are proxied.
-func (c *local) startZooKeeper(ctx context.Context) error {
-	n := c.spec.Nodes
-	ports, err := freePorts(3 * n)
+func (c *topo) startZooKeeper(ctx context.Context) error {
+	ports, err := c.portsFor(repeat(KindZooKeeper, c.spec.Nodes)...)
 	if err != nil {
 		return err
 	}
-	var servers []string
-	if n > 1 {
-		for i := 0; i < n; i++ {
-			servers = append(servers, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", i+1, ports[n+2*i], ports[n+2*i+1]))
-		}
-	}
-	tick := c.spec.ZKTickTime.Milliseconds()
-	for i := 0; i < n; i++ {
-		nd := newNode(c.dir, fmt.Sprintf("zk-%d", i+1), KindZooKeeper, ports[i])
-		nd.readyTimeout = 30 * time.Second
-		id := i + 1
-		nd.prepare = func(restart bool) ([]string, error) {
-			data := filepath.Join(nd.dir, "data")
-			if err := os.MkdirAll(data, 0o755); err != nil {
-				return nil, err
-			}
-			if err := os.WriteFile(filepath.Join(data, "myid"), []byte(fmt.Sprintf("%d\n", id)), 0o644); err != nil {
-				return nil, err
-			}
-			lines := append([]string{
-				fmt.Sprintf("tickTime=%d", tick),
-				"initLimit=10",
-				"syncLimit=5",
-				"dataDir=" + data,
-				fmt.Sprintf("clientPort=%d", nd.port),
-				"clientPortAddress=127.0.0.1",
-				"admin.enableServer=false",
-				"4lw.commands.whitelist=*",
-				// Let clients ask for session timeouts of many ticks (default max is 20 ticks).
-				"maxSessionTimeout=60000",
-			}, servers...)
-			cfg, err := writeConfig(nd, "zoo.cfg", lines)
-			argv := append([]string{javaBin}, zkJVMFlags...)
-			argv = append(argv, "-Dzookeeper.log.dir="+nd.dir,
-				"-cp", zookeeperJar+":"+slf4jSimpleJar,
-				"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg)
-			return argv, err
-		}
-		nd.ready = func(ctx context.Context) error {
-			mode, err := zkMode(ctx, nd.Addr)
-			if err != nil {
-				return err
-			}
-			if mode == "" {
-				return fmt.Errorf("not serving (no quorum yet)")
-			}
-			return nil
-		}
+	var ensemble []*node
+	for i := range c.spec.Nodes {
+		nd := c.newNode(fmt.Sprintf("zk-%d", i+1), KindZooKeeper, ports[i], server{id: i + 1})
+		nd.ready = func(ctx context.Context) error { return zkServing(ctx, nd.Addr) }
+		ensemble = append(ensemble, nd)
 		c.add(nd)
 	}
+	for _, nd := range ensemble {
+		nd.srv.ensemble = ensemble
+	}
 	return c.launchAll(ctx, c.data)
+}
+
+// zkServing is nil once the member serves: a member without a quorum answers, but with no mode.
+func zkServing(ctx context.Context, addr string) error {
+	mode, err := zkMode(ctx, addr)
+	if err != nil {
+		return err
+	}
+	if mode == "" {
+		return fmt.Errorf("not serving (no quorum yet)")
+	}
+	return nil
 }
 
 // zk4lw sends a ZooKeeper four-letter word and returns the whole answer.
@@ -120,7 +89,7 @@ func zkMode(ctx context.Context, addr string) (string, error) {
 	return "", nil
 }
 
-func (c *local) zkLeader(ctx context.Context) (string, error) {
+func (c *topo) zkLeader(ctx context.Context) (string, error) {
 	var errs []string
 	for _, n := range c.data {
 		mode, err := zkMode(ctx, n.Addr)

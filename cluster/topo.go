@@ -1,0 +1,187 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Start validates spec and starts the cluster it describes. Errors wrap ErrBadSpec or
+// ErrMissingBinary when the fix is on the caller's side. On error nothing is left running and the
+// run directory is removed. The caller must Close the returned cluster.
+func Start(ctx context.Context, spec Spec) (Cluster, error) {
+	spec, err := spec.normalize()
+	if err != nil {
+		return nil, err
+	}
+	var open func(ctx context.Context) (backend, error) // one backend per attempt
+	where := ""
+	switch spec.Backend {
+	case Local:
+		if err := checkBinaries(spec.Topology); err != nil {
+			return nil, err
+		}
+		open = func(context.Context) (backend, error) { return newLocal(spec) }
+	case Docker:
+		if spec, open, err = prepareDocker(ctx, spec); err != nil {
+			return nil, err
+		}
+		where = " on docker"
+	default:
+		return nil, fmt.Errorf("%w: backend %q is not implemented yet (use --backend local)", ErrBadSpec, spec.Backend)
+	}
+	for attempt := 1; ; attempt++ {
+		c, err := startTopo(ctx, spec, open)
+		if err == nil {
+			return c, nil
+		}
+		// A port chosen by freePort can be taken by another process before our server binds
+		// it; that is not the user's problem, so start again on fresh ports.
+		if !errors.Is(err, errAddrInUse) || attempt == 3 {
+			return nil, fmt.Errorf("start %s cluster%s: %w", spec.Topology, where, err)
+		}
+	}
+}
+
+// topo is a running cluster: the topology layer over a backend.
+type topo struct {
+	spec   Spec
+	be     backend
+	data   []*node // data nodes, in Nodes order
+	sents  []*node // redis-sentinel only
+	byName map[string]*node
+	px     *proxies
+	eps    []Endpoints // eps[c] for client c; eps[0] holds the direct addresses
+	// replMaster names the node the replica replicates from (redis-sentinel).
+	replMaster string
+
+	logMu sync.Mutex // Spec.Log need not be safe for concurrent writes
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func startTopo(ctx context.Context, spec Spec, open func(context.Context) (backend, error)) (_ *topo, err error) {
+	be, err := open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &topo{spec: spec, be: be, byName: map[string]*node{}, px: newProxies()}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	switch spec.Topology {
+	case RedisSingle, RedisMulti:
+		err = c.startRedisMasters(ctx)
+	case RedisSentinel:
+		err = c.startSentinelTopology(ctx)
+	case ZooKeeper:
+		err = c.startZooKeeper(ctx)
+	default:
+		err = c.startExtra(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := c.buildEndpoints(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// newNode makes a node of the backend on ports (from portsFor).
+func (c *topo) newNode(name string, kind Kind, ports []int, srv server) *node {
+	n := &node{Node: Node{Name: name, Kind: kind}, ports: ports, srv: srv}
+	if c.spec.Log != nil {
+		n.report = c.report
+	}
+	n.m = c.be.machine(n)
+	return n
+}
+
+// portsFor picks free host ports for nodes of the given kinds, one slice per node.
+func (c *topo) portsFor(kinds ...Kind) ([][]int, error) {
+	total := 0
+	for _, k := range kinds {
+		total += c.be.ports(k)
+	}
+	all, err := freePorts(total)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]int, len(kinds))
+	for i, k := range kinds {
+		out[i], all = all[:c.be.ports(k)], all[c.be.ports(k):]
+	}
+	return out, nil
+}
+
+func repeat(k Kind, n int) []Kind {
+	out := make([]Kind, n)
+	for i := range out {
+		out[i] = k
+	}
+	return out
+}
+
+func (c *topo) add(n *node) {
+	c.byName[n.Name] = n
+	if n.Kind == KindSentinel {
+		c.sents = append(c.sents, n)
+	} else {
+		c.data = append(c.data, n)
+	}
+}
+
+// launchAll starts nodes in parallel: a ZooKeeper member cannot become ready before a quorum of
+// its peers runs, and parallel starts keep redis-multi fast.
+func (c *topo) launchAll(ctx context.Context, ns []*node) error {
+	errs := make([]error, len(ns))
+	var wg sync.WaitGroup
+	for i, n := range ns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			errs[i] = n.launch(ctx, false)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Close stops every server (local: SIGKILL to each process group; docker: removes every
+// container of the run, found by its label, so also one whose start failed half way), stops the
+// proxies and removes the run directory or network. It is idempotent and safe after a failed
+// start.
+func (c *topo) Close() error {
+	c.closeOnce.Do(func() {
+		var wg sync.WaitGroup
+		for _, n := range c.byName {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n.close()
+			}()
+		}
+		wg.Wait()
+		c.px.stopAll()
+		c.closeErr = c.be.close()
+	})
+	return c.closeErr
+}
+
+// report writes to Spec.Log.
+func (c *topo) report(s string) {
+	if c.spec.Log == nil {
+		return
+	}
+	c.logMu.Lock()
+	defer c.logMu.Unlock()
+	_, _ = io.WriteString(c.spec.Log, s)
+}
