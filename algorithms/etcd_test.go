@@ -98,8 +98,24 @@ func TestEtcd(t *testing.T) {
 		if err := b.Release(ctx, lb); err != nil {
 			t.Fatalf("B Release: %v", err)
 		}
-		// A gets a new session and the lock again.
-		acquireRelease(t, a)
+		// A gets a new session and the lock again, once its gRPC connection is back (gRPC's
+		// reconnect backoff can take seconds after the links return).
+		var err2 error
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+			actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			var l algorithms.Lease
+			l, err2 = a.Acquire(actx)
+			cancel()
+			if err2 == nil {
+				if err := a.Release(ctx, l); err != nil {
+					t.Fatalf("A's Release of its new lease: %v", err)
+				}
+				break
+			}
+		}
+		if err2 != nil {
+			t.Fatalf("A never got the lock again after its links returned: %v", err2)
+		}
 	})
 
 	t.Run("points", func(t *testing.T) {
