@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockchaos/lockchaos/internal/benchmd"
 	"github.com/lockchaos/lockchaos/internal/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -28,6 +30,10 @@ var safeCells = map[string][]string{
 	"latency":        {"redlock"},
 	"zk-leader-kill": {"zookeeper"},
 }
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 type row struct {
 	cell              scenarios.Cell
@@ -44,6 +50,7 @@ func main() {
 	only := flag.String("scenarios", "", "comma-separated scenarios (default: all)")
 	parallel := flag.Int("parallel", 1, "cells run at once")
 	flag.Parse()
+	redis.SetLogger(quiet{}) // failed dials under faults are expected; each run's history has them
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
