@@ -39,18 +39,23 @@ func (l *tokenLocker) Acquire(ctx context.Context) (Lease, error) {
 
 // Release deletes the key only if it still holds the lease's token; ErrNotHeld otherwise.
 func (l *tokenLocker) Release(ctx context.Context, lease Lease) error {
+	return releaseToken(ctx, l.redisBase, "token", lease)
+}
+
+// releaseToken is the token locks' release: the Lua compare-and-delete of the lease's token.
+func releaseToken(ctx context.Context, b *redisBase, alg string, lease Lease) error {
 	tok, ok := lease.Data.(string)
 	if !ok {
-		return fmt.Errorf("token release: lease has no token (Data %T)", lease.Data)
+		return fmt.Errorf("%s release: lease has no token (Data %T)", alg, lease.Data)
 	}
-	if err := l.cfg.Point(ctx, "release:before-del"); err != nil {
+	if err := b.cfg.Point(ctx, "release:before-del"); err != nil {
 		return stopped("release:before-del", err)
 	}
-	octx, cancel := l.op(ctx)
+	octx, cancel := b.op(ctx)
 	defer cancel()
-	deleted, err := casDel(octx, l.rdb, l.cfg.Name, tok)
+	deleted, err := casDel(octx, b.rdb, b.cfg.Name, tok)
 	if err != nil {
-		return fmt.Errorf("token release: %w", err)
+		return fmt.Errorf("%s release: %w", alg, err)
 	}
 	if !deleted {
 		return ErrNotHeld

@@ -66,23 +66,7 @@ func (l *tokenFenceLocker) Acquire(ctx context.Context) (Lease, error) {
 
 // Release deletes the key only if it still holds the lease's token; ErrNotHeld otherwise.
 func (l *tokenFenceLocker) Release(ctx context.Context, lease Lease) error {
-	tok, ok := lease.Data.(string)
-	if !ok {
-		return fmt.Errorf("token+fence release: lease has no token (Data %T)", lease.Data)
-	}
-	if err := l.cfg.Point(ctx, "release:before-del"); err != nil {
-		return stopped("release:before-del", err)
-	}
-	octx, cancel := l.op(ctx)
-	defer cancel()
-	deleted, err := casDel(octx, l.rdb, l.cfg.Name, tok)
-	if err != nil {
-		return fmt.Errorf("token+fence release: %w", err)
-	}
-	if !deleted {
-		return ErrNotHeld
-	}
-	return nil
+	return releaseToken(ctx, l.redisBase, "token+fence", lease)
 }
 
 func init() {
