@@ -160,6 +160,18 @@ func setNX(ctx context.Context, rdb *redis.Client, key, value string) (bool, err
 }
 
 // del is a plain DEL: ErrNotHeld when there was no key to delete.
+// releaseByDEL is the plain release of the seeds' early locks (setnx, setnx-expire, setnx-px):
+// DEL the key, whoever holds it — the owner check they lack is their documented bug. ErrNotHeld
+// when there was no key.
+func (b *redisBase) releaseByDEL(ctx context.Context) error {
+	if err := b.cfg.Point(ctx, "release:before-del"); err != nil {
+		return stopped("release:before-del", err)
+	}
+	octx, cancel := b.op(ctx)
+	defer cancel()
+	return del(octx, b.rdb, b.cfg.Name)
+}
+
 func del(ctx context.Context, rdb *redis.Client, key string) error {
 	n, err := rdb.Del(ctx, key).Result()
 	if err != nil {

@@ -37,12 +37,7 @@ func (l *setnxLocker) Acquire(ctx context.Context) (Lease, error) {
 
 // Release deletes the key, whoever holds it; ErrNotHeld when there was none.
 func (l *setnxLocker) Release(ctx context.Context, _ Lease) error {
-	if err := l.cfg.Point(ctx, "release:before-del"); err != nil {
-		return stopped("release:before-del", err)
-	}
-	octx, cancel := l.op(ctx)
-	defer cancel()
-	return del(octx, l.rdb, l.cfg.Name)
+	return l.releaseByDEL(ctx)
 }
 
 func init() {
