@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// errAddrInUse marks a start that failed because a port picked by freePort was taken meanwhile;
+// errAddrInUse marks a start that failed because a port picked by freePorts was taken meanwhile;
 // Start retries the whole cluster on fresh ports.
 var errAddrInUse = errors.New("address already in use")
 

@@ -6,20 +6,10 @@ import (
 	"strconv"
 )
 
-// freePort asks the kernel for a free port on 127.0.0.1 and releases it at once. Another process
-// may take it before our server binds it, so starters retry with a new port when the server's log
-// says the address is in use (see isAddrInUse).
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// freePorts returns n distinct free ports. Holding all listeners open until the end keeps the
-// kernel from handing out the same port twice.
+// freePorts asks the kernel for n distinct free ports on 127.0.0.1 and releases them. Holding all
+// listeners open until the end keeps the kernel from handing out the same port twice. Another
+// process may take a port before our server binds it, so starters retry with new ports when the
+// server's log says the address is in use (see isAddrInUse).
 func freePorts(n int) ([]int, error) {
 	ls := make([]net.Listener, 0, n)
 	defer func() {

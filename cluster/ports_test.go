@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// A port taken between freePort and the server's bind must be recognised, so Start can retry on
+// A port taken between freePorts and the server's bind must be recognised, so Start can retry on
 // fresh ports instead of failing the run.
 func TestTakenPortIsRecognised(t *testing.T) {
 	t.Parallel()

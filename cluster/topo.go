@@ -37,7 +37,7 @@ func Start(ctx context.Context, spec Spec) (Cluster, error) {
 		if err == nil {
 			return c, nil
 		}
-		// A port chosen by freePort can be taken by another process before our server binds
+		// A port chosen by freePorts can be taken by another process before our server binds
 		// it; that is not the user's problem, so start again on fresh ports.
 		if !errors.Is(err, errAddrInUse) || attempt == 3 {
 			return nil, fmt.Errorf("start %s cluster%s: %w", spec.Topology, where, err)
