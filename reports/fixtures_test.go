@@ -76,7 +76,6 @@ func pauseRun() (*history.History, *checker.Outcome) {
 	rec.cs(2, 0, 2*ms, 3*ms, 25*ms, 26*ms, 27*ms, 28*ms, v, 1000*ms)
 	v++
 	rec.cs(3, 10*ms, 29*ms, 30*ms, 52*ms, 53*ms, 54*ms, 55*ms, v, 1000*ms)
-	v++
 	// Client 1: granted at 57 ms, paused from 60 ms to 1300 ms, writes at 1300 ms.
 	a1 := rec.op(history.OpAcquire, 1, 0, 20*ms, 57*ms, history.TypeOk, func(_, d *history.Event) {
 		d.ValidityNs, d.TTLNs, d.Fence = 1000*ms, 1000*ms, 3
