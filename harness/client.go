@@ -108,8 +108,8 @@ func (c *client) criticalSection(ctx context.Context, acq int64, start time.Time
 		// not used). A careful client does not touch the resource and releases.
 		return c.point(ctx, PointBeforeRelease)
 	}
-	rd := c.rec.invoke(history.Event{Op: history.OpRead, Client: c.id, Lock: c.lock, Acq: acq})
-	v := c.res.read()
+	rd := c.rec.invoke(history.Event{Op: history.OpRead, Client: c.id, Lock: c.lock, Acq: acq, Fence: lease.Fence})
+	v := c.res.read(lease.Fence)
 	c.rec.complete(rd, history.TypeOk, history.Event{Value: history.Int64(v)})
 
 	if !sleep(ctx, c.w.Hold) {
