@@ -25,6 +25,12 @@ type Workload struct {
 	OpTimeout      Duration `yaml:"op_timeout,omitempty" json:"op_timeout,omitempty"`
 	SessionTimeout Duration `yaml:"session_timeout,omitempty" json:"session_timeout,omitempty"`
 	Fencing        bool     `yaml:"fencing,omitempty" json:"fencing,omitempty"`
+	// LockPerClient gives each client its own lock: a throughput workload (harness.Config).
+	LockPerClient bool `yaml:"lock_per_client,omitempty" json:"lock_per_client,omitempty"`
+	// ZeroHold and ZeroThink are set when a scenario file says "hold: 0s" or "think: 0s": a zero
+	// that means zero, where an absent field takes the default.
+	ZeroHold  bool `yaml:"-" json:"zero_hold,omitempty"`
+	ZeroThink bool `yaml:"-" json:"zero_think,omitempty"`
 	// Duration is the fault phase; StuckAfter and Tail as in harness.Config.
 	Duration   Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
 	StuckAfter Duration `yaml:"stuck_after,omitempty" json:"stuck_after,omitempty"`
@@ -51,6 +57,15 @@ func (w Workload) merge(o Workload) Workload {
 	set(&w.StuckAfter, o.StuckAfter)
 	set(&w.Tail, o.Tail)
 	w.Fencing = w.Fencing || o.Fencing
+	w.LockPerClient = w.LockPerClient || o.LockPerClient
+	if o.Hold != 0 {
+		w.ZeroHold = false
+	}
+	if o.Think != 0 {
+		w.ZeroThink = false
+	}
+	w.ZeroHold = w.ZeroHold || o.ZeroHold
+	w.ZeroThink = w.ZeroThink || o.ZeroThink
 	return w
 }
 

@@ -58,6 +58,7 @@ func Config(c scenarios.Cell, o Options, run int) harness.Config {
 			Clients: w.Clients, TTL: w.TTL.D(), Hold: w.Hold.D(), Think: w.Think.D(),
 			AcquireTimeout: w.AcquireTimeout.D(), SessionTimeout: w.SessionTimeout.D(),
 			OpTimeout: w.OpTimeout.D(), Fencing: w.Fencing,
+			NoHold: w.ZeroHold, NoThink: w.ZeroThink, LockPerClient: w.LockPerClient,
 		},
 		Faults: c.Faults, Duration: w.Duration.D(), StuckAfter: w.StuckAfter.D(), Tail: w.Tail.D(),
 		Seed: o.Seed + int64(max(run, 1)-1), Dir: Dir(o.out(), c, run), Version: o.Version,
