@@ -45,7 +45,7 @@ type row struct {
 
 func main() {
 	runs := flag.Int("runs", 20, "runs per cell")
-	out := flag.String("out", "reports/reproduce", "where the runs are written")
+	out := flag.String("out", "out/reproduce", "where the runs are written")
 	bench := flag.String("bench", "BENCHMARKS.md", "markdown file to update")
 	only := flag.String("scenarios", "", "comma-separated scenarios (default: all)")
 	parallel := flag.Int("parallel", 1, "cells run at once")
