@@ -66,6 +66,11 @@ type Matrix struct {
 	// Keep, when set, picks the cells to plan among them (reproduce keeps those with an
 	// expectation); the others are not part of the matrix at all.
 	Keep func(scenarios.Cell) bool
+	// Cells, when set, are the cells to plan instead of Algorithms × Scenarios (locktest plans a
+	// user's lock with a reference algorithm's variants).
+	Cells []scenarios.Cell
+	// Timeout, when set, bounds each run.
+	Timeout time.Duration
 	// Runs per cell (default 1). With Runs > 1 each run has its own directory and seed+run-1.
 	Runs     int
 	Shard    Shard
@@ -98,24 +103,30 @@ type job struct {
 
 // plan lists the jobs of the shard.
 func (m Matrix) plan() ([]job, error) {
+	cells := m.Cells
+	if cells == nil {
+		for _, s := range m.Scenarios {
+			for _, a := range m.Algorithms {
+				cell, err := s.Cell(a)
+				if err != nil {
+					return nil, fmt.Errorf("%w: %v", ErrBadMatrix, err)
+				}
+				cells = append(cells, cell)
+			}
+		}
+	}
 	runs := max(m.Runs, 1)
 	var jobs []job
-	for _, s := range m.Scenarios {
-		for _, a := range m.Algorithms {
-			cell, err := s.Cell(a)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrBadMatrix, err)
+	for _, cell := range cells {
+		if (m.Keep != nil && !m.Keep(cell)) || !m.Shard.Has(cell.Scenario, cell.Algorithm) {
+			continue
+		}
+		for r := 1; r <= runs; r++ {
+			run := r
+			if runs == 1 {
+				run = 0
 			}
-			if (m.Keep != nil && !m.Keep(cell)) || !m.Shard.Has(s.Name, a) {
-				continue
-			}
-			for r := 1; r <= runs; r++ {
-				run := r
-				if runs == 1 {
-					run = 0
-				}
-				jobs = append(jobs, job{cell, run})
-			}
+			jobs = append(jobs, job{cell, run})
 		}
 	}
 	return jobs, nil
@@ -162,6 +173,12 @@ func RunMatrix(ctx context.Context, m Matrix, o Options) (*MatrixResult, error) 
 			do := func() (reports.Cell, error) {
 				if j.cell.NA == "" && m.Started != nil {
 					m.Started(j.cell, j.run)
+				}
+				ctx := ctx
+				if m.Timeout > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, m.Timeout)
+					defer cancel()
 				}
 				rc, _, err := RunCell(ctx, j.cell, o, j.run)
 				if err != nil && rc.Err == "" {
