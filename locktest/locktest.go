@@ -37,7 +37,8 @@
 //     WithSeed).
 //   - Only the catalogue's faults, at the catalogue's moments: most are aimed at the first holder
 //     at a named point of the critical section. A bug between two of the lock's own server
-//     commands is hit only if the lock calls Config.Point there and a scenario pauses it there.
+//     commands is hit only if the lock calls Config.Point there and a scenario pauses it there:
+//     add such a scenario with WithScenario or WithScenarioFile.
 //   - Timing: faults are sized from the catalogue's 500 ms TTL. A lock that ignores Config.TTL or
 //     Config.Dial, or retries for longer than the fault lasts, may dodge the fault rather than
 //     survive it. A fault that could not be applied is logged; its scenario proved nothing.

@@ -148,13 +148,32 @@ func Merge(out string, dirs []string, command string) (*Merged, error) {
 			}
 		}
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, err
-	}
-	if err := reports.WriteMatrix(out, cells, meta); err != nil {
+	if err := writeAll(out, cells, meta); err != nil {
 		return nil, fmt.Errorf("write merged matrix: %w", err)
 	}
 	return res, nil
+}
+
+// writeAll writes the matrix files into a temporary directory inside out and only then renames
+// them into out, so a failure leaves out as it was.
+func writeAll(out string, cells []reports.Cell, meta reports.MatrixMeta) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(out, ".merge-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := reports.WriteMatrix(tmp, cells, meta); err != nil {
+		return err
+	}
+	for _, f := range []string{reports.ResultsFile, reports.JUnitFile, reports.IndexFile} {
+		if err := os.Rename(filepath.Join(tmp, f), filepath.Join(out, f)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func cellKey(scenario, algorithm string, run int) string {
