@@ -46,9 +46,10 @@ usage:
   lockchaos check [--write] DIR                        re-check a saved run from its history
   lockchaos doctor [--clean]                           which backends work here, how to fix the rest
   lockchaos serve [--addr 127.0.0.1:8080] [DIR]        serve reports on loopback
-  lockchaos help                                       this text
+  lockchaos help [COMMAND]                             this text, or the command's
 
-lockchaos COMMAND -h lists the command's flags with their defaults. run, matrix and explore share:
+lockchaos COMMAND -h lists the command's flags with their defaults. run and matrix share these
+(explore too, but for --duration and --scenario-file):
   --duration D --clients N --ttl D (default: the scenario's)  --seed N (default: from the time)
   --backend local|docker|external  --out ` + defaultOut + `  --quiet  --json  --scenario-file FILE
 
