@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -108,6 +109,10 @@ func (l *redlockLocker) Acquire(ctx context.Context) (Lease, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return Lease{}, l.giveUp(err, maybe, last)
+		}
+		if !slices.Contains(maybe, true) {
+			// No earlier round's key may still count: the grant, if any, is this round's.
+			MarkAttempt(ctx)
 		}
 		t0 := l.cfg.Clock.Now()
 		last = l.each(ctx, func(c context.Context, n *redis.Client) (bool, error) {

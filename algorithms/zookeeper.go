@@ -186,6 +186,9 @@ func (l *zkLocker) Acquire(ctx context.Context) (Lease, error) {
 		if err := l.ensureDir(ctx); err != nil {
 			return Lease{}, fmt.Errorf("zookeeper acquire: %w", err)
 		}
+		// The grant comes when our node becomes the lowest, any time after its create: the create
+		// is the attempt (a retry after errNodeGone is a new one).
+		MarkAttempt(ctx)
 		path, sid, err := l.create(ctx)
 		if err != nil {
 			return Lease{}, fmt.Errorf("zookeeper acquire: %w", err)

@@ -94,8 +94,8 @@ func (r *run) windows() []window {
 // of times the lock was handed to a second user while the first still used the resource, and it
 // cannot blow up quadratically on one very long window. Windows that only touch (b starts at the
 // very nanosecond a ends) do not overlap.
-func (r *run) exclusion() []overlap {
-	ws := r.windows()
+func (r *run) exclusion(ws []window) []overlap {
+	ws = slices.Clone(ws)
 	slices.SortFunc(ws, func(x, y window) int {
 		if c := cmp.Compare(x.lock, y.lock); c != 0 {
 			return c

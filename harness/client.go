@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockchaos/lockchaos/algorithms"
@@ -52,6 +53,10 @@ func (c *client) once(ctx context.Context) error {
 	acq := c.rec.invoke(history.Event{Op: history.OpAcquire, Client: c.id, Lock: c.lock})
 	start := c.clock.Now()
 	actx, cancel := context.WithTimeout(ctx, c.w.AcquireTimeout)
+	// When the latest attempt was sent: the winning one, if Acquire succeeds. Atomic, since a
+	// user's Locker may mark attempts from its own goroutines.
+	var sent atomic.Int64
+	actx = algorithms.WithAttemptHook(actx, func() { sent.Store(c.rec.now()) })
 	lease, err := c.locker.Acquire(actx)
 	cancel()
 	if err != nil {
@@ -67,7 +72,7 @@ func (c *client) once(ctx context.Context) error {
 		return nil
 	}
 	c.rec.complete(acq, history.TypeOk, history.Event{Fence: lease.Fence,
-		ValidityNs: int64(lease.Validity), TTLNs: int64(lease.TTL)})
+		ValidityNs: int64(lease.Validity), TTLNs: int64(lease.TTL), SentNs: sent.Load()})
 
 	if err := c.criticalSection(ctx, acq, start, lease); err != nil {
 		return errStop
@@ -103,8 +108,8 @@ func (c *client) criticalSection(ctx context.Context, acq int64, start time.Time
 		// not used). A careful client does not touch the resource and releases.
 		return c.point(ctx, PointBeforeRelease)
 	}
-	rd := c.rec.invoke(history.Event{Op: history.OpRead, Client: c.id, Lock: c.lock, Acq: acq})
-	v := c.res.read()
+	rd := c.rec.invoke(history.Event{Op: history.OpRead, Client: c.id, Lock: c.lock, Acq: acq, Fence: lease.Fence})
+	v := c.res.read(lease.Fence)
 	c.rec.complete(rd, history.TypeOk, history.Event{Value: history.Int64(v)})
 
 	if !sleep(ctx, c.w.Hold) {

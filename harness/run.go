@@ -61,6 +61,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Algorithm: cfg.Algorithm, Scenario: cfg.Scenario, Topology: cfg.Topology, Backend: cfg.Backend,
 		Seed: cfg.Seed, Clients: cfg.Clients, TTLNs: int64(cfg.TTL), HoldNs: int64(cfg.Hold),
 		Fencing: cfg.Fencing, Expected: cfg.Expected, StuckAfterNs: int64(cfg.StuckAfter),
+		SessionTimeoutNs: int64(cfg.SessionTimeout), Faults: plannedFaults(cfg.Faults),
 		Started: time.Now().UTC().Format(time.RFC3339Nano), Version: cfg.Version, Command: cfg.Command,
 	})
 	if err != nil {
@@ -131,6 +132,7 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 	// Fault phase, then every fault healed, then the liveness window.
 	sleep(runCtx, cfg.Duration)
 	nem.HealAll()
+	nem.RecordUnfired()
 	_ = rec.w.Sync()
 	sleep(runCtx, cfg.Tail)
 	stopClients()
@@ -142,6 +144,16 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 		return err
 	}
 	return nil
+}
+
+// plannedFaults is the meta line's record of the scenario's faults.
+func plannedFaults(specs []faults.Spec) []history.PlannedFault {
+	out := make([]history.PlannedFault, len(specs))
+	for i, s := range specs {
+		out[i] = history.PlannedFault{Kind: s.Kind, Point: s.Point, Client: s.Client, AtNs: int64(s.At),
+			ForNs: int64(s.For), Clients: s.Clients, Nodes: s.Nodes, Setup: s.Setup}
+	}
+	return out
 }
 
 // newClients builds every client's Locker on its own endpoints, clock, named-point hook and

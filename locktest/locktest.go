@@ -339,14 +339,20 @@ func describe(r *checker.Result, expected, report string) string {
 		b.WriteString(")")
 	}
 	fmt.Fprintf(&b, ", expected %s", expected)
+	if r.DecidedBy != "" {
+		fmt.Fprintf(&b, " — %s", r.DecidedBy)
+	}
 	if r.TTDMs != nil {
 		fmt.Fprintf(&b, "; TTD %.0f ms", *r.TTDMs)
 	}
 	if v := r.FirstViolation; v != nil {
 		fmt.Fprintf(&b, "\n\tfirst violation (%s) at %.0f ms: %s", v.Kind, v.AtMs, v.Explanation)
+		if v.Cause != "" {
+			fmt.Fprintf(&b, "\n\tcause: %s", v.Cause)
+		}
 	}
 	if r.Verdict == checker.Unknown {
-		b.WriteString("\n\tunknown is never safe: the checker timed out or the run had too few operations")
+		b.WriteString("\n\tunknown is never safe: the run could not have failed (evidence: " + r.Evidence + "), or the checker timed out")
 	}
 	fmt.Fprintf(&b, "\n\t%d acquires ok, %d failed; %d exclusion violations, %d service violations, %d lost updates; longest stall %.0f ms; seed %d",
 		r.AcquiresOk, r.AcquiresFailed, r.ExclusionViolations, r.ServiceViolations, r.LostUpdates, r.LongestStallMs, r.Seed)

@@ -285,6 +285,9 @@ func gridCellOf(scen, algo string, runs []*Cell) gridCell {
 		if st.expected != "" {
 			run.Title += ", expected " + st.expected
 		}
+		if c.Result != nil && c.Result.DecidedBy != "" {
+			run.Title += " — " + c.Result.DecidedBy
+		}
 		g.Runs = append(g.Runs, run)
 	}
 	g.Class = "v-" + cssCat(g.Cat)
@@ -333,7 +336,12 @@ func cellDetail(r *checker.Result) string {
 		s = "stall " + fmtMs(r.LongestStallMs)
 	}
 	if s == "" {
-		s = fmt.Sprintf("%d acquires", r.AcquiresOk)
+		// A verdict without a violation stands on its evidence (DESIGN.md §10): show it.
+		if r.Evidence == checker.EvidenceOK {
+			s = fmt.Sprintf("evidence ok · %d writes, %d in danger", r.WritesOk, r.WritesInWindow)
+		} else {
+			s = "no evidence: " + r.Evidence
+		}
 	}
 	return s
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/faults"
 )
 
@@ -77,9 +78,10 @@ type Scenario struct {
 	// "redlock", "zookeeper". An algorithm's own entry wins over its family's.
 	Variants map[string]Variant `yaml:"variants,omitempty" json:"variants,omitempty"`
 	// Expect maps an algorithm to its expected verdict: S (safe), Us (unsafe, service class),
-	// Uc (unsafe, client class), U (unsafe, either class), X (stuck), R (racy: a real bug the
-	// scenario hits in some runs only, so safe and unsafe both match), or "-: reason" when the
-	// cell makes no sense. An algorithm not listed is not expected anything.
+	// Uc (unsafe, client class), U (unsafe, either class), X (stuck) — checker.ParseExpectation's
+	// codes — or "-: reason" when the cell makes no sense. An algorithm not listed is not
+	// expected anything. A race is not an expectation: a scenario forces it at its point
+	// (DESIGN.md §10).
 	Expect map[string]string `yaml:"expect,omitempty" json:"expect,omitempty"`
 }
 
@@ -95,12 +97,6 @@ type Cell struct {
 	Expected string
 	// NA is the reason the cell makes no sense, when it does not.
 	NA string
-}
-
-// Expectation codes of the catalogue and the verdicts they stand for.
-var codes = map[string]string{
-	"S": "safe", "Us": "unsafe-service", "Uc": "unsafe-client", "U": "unsafe", "X": "stuck",
-	"R": "racy",
 }
 
 // Family returns the variant family of an algorithm.
@@ -147,9 +143,9 @@ func (s Scenario) Cell(algorithm string) (Cell, error) {
 		return c, nil
 	}
 	head, _, _ := strings.Cut(code, ":")
-	v, ok := codes[strings.TrimSpace(head)]
+	v, ok := checker.ParseExpectation(head)
 	if !ok {
-		return c, fmt.Errorf("scenario %s: expectation %q of %s is not one of S, Us, Uc, U, X, R or \"-: reason\"", s.Name, code, algorithm)
+		return c, fmt.Errorf("scenario %s: expectation %q of %s is not one of %s or \"-: reason\"", s.Name, code, algorithm, strings.Join(checker.ExpectationCodes(), ", "))
 	}
 	c.Expected = v
 	return c, nil

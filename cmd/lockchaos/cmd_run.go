@@ -86,17 +86,20 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	return verdictCode(r.Verdict), nil
 }
 
-// verdictLine is the one-line summary of a run.
+// verdictLine is the one-line summary of a run: the verdict and what decided it (the checker's
+// decided_by, DESIGN.md §10).
 func verdictLine(r *checker.Result, report string) string {
 	line := fmt.Sprintf("%s × %s: %s", r.Algorithm, r.Scenario, r.Verdict)
 	if r.ViolationClass != nil {
 		line += fmt.Sprintf(" (%s class)", *r.ViolationClass)
 	}
 	if r.TTDMs != nil {
-		line += fmt.Sprintf(", first violation at %.0f ms", *r.TTDMs)
+		line += fmt.Sprintf(" at %s", fmtMs(*r.TTDMs))
 	}
-	line += fmt.Sprintf("; %d acquires, %d exclusion violations, %d lost updates, seed %d — %s",
-		r.AcquiresOk, r.ExclusionViolations, r.LostUpdates, r.Seed, report)
+	if r.DecidedBy != "" {
+		line += " — " + r.DecidedBy
+	}
+	line += fmt.Sprintf("; seed %d — %s", r.Seed, report)
 	if r.Expected != nil && r.Matches != nil {
 		if *r.Matches {
 			line += " [as expected]"
@@ -105,6 +108,13 @@ func verdictLine(r *checker.Result, report string) string {
 		}
 	}
 	return line
+}
+
+func fmtMs(ms float64) string {
+	if ms >= 1000 {
+		return fmt.Sprintf("%.2f s", ms/1000)
+	}
+	return fmt.Sprintf("%.0f ms", ms)
 }
 
 func verdictCode(v checker.Verdict) int {
