@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -80,7 +81,7 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	m.Started = func(cell scenarios.Cell, _ int) { bar.Describe(cell.Scenario + "/" + cell.Algorithm) }
 	m.Done = func(rc reports.Cell, _ error) {
 		if !barVisible && !c.json {
-			fmt.Fprintln(stdout, cellLine(rc))
+			fmt.Fprintln(stdout, cellLine(rc, o.Out))
 		}
 		_ = bar.Add(1)
 	}
@@ -113,11 +114,11 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	return exitValid, nil
 }
 
-func cellLine(rc reports.Cell) string {
+func cellLine(rc reports.Cell, out string) string {
 	if rc.Result == nil {
 		return fmt.Sprintf("%s × %s: error: %s", rc.Algorithm, rc.Scenario, rc.Err)
 	}
-	return verdictLine(rc.Result, rc.Dir+"/report.html")
+	return verdictLine(rc.Result, filepath.Join(out, rc.Dir, reports.ReportFile))
 }
 
 func newBar(n int, quiet bool, w io.Writer) (*progressbar.ProgressBar, bool) {
