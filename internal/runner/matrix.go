@@ -165,7 +165,10 @@ func RunMatrix(ctx context.Context, m Matrix, o Options) (*MatrixResult, error) 
 	g.SetLimit(max(m.Parallel, 1))
 	for i, j := range jobs {
 		cells[i] = reports.Cell{Scenario: j.cell.Scenario, Algorithm: j.cell.Algorithm, Run: j.run,
-			NA: j.cell.NA, Expected: j.cell.Expected, Err: "not run: the matrix was interrupted"}
+			NA: j.cell.NA, Expected: j.cell.Expected}
+		if j.cell.NA == "" {
+			cells[i].Err = "not run: the matrix was interrupted first"
+		}
 		if ctx.Err() != nil {
 			continue
 		}

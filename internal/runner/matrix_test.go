@@ -182,3 +182,61 @@ func TestShardsMergeLikeOneMatrix(t *testing.T) {
 		t.Errorf("index.html does not link into the shards' directories")
 	}
 }
+
+// TestRunMatrixPlan: without servers — n/a cells go through Around in plan order and are not
+// counted as runs; Keep drops cells from the plan; a cancelled matrix marks its runs not run and
+// counts them as mismatched; Runs > 1 numbers the runs.
+func TestRunMatrixPlan(t *testing.T) {
+	var scens []scenarios.Scenario
+	for _, n := range []string{"getset-race", "zk-leader-kill", "baseline"} {
+		s, err := scenarios.Lookup(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scens = append(scens, s)
+	}
+	m := runner.Matrix{Algorithms: []string{"token", "setnx"}, Scenarios: scens[:2]}
+	var order []string
+	m.Around = func(c scenarios.Cell, run int, do func() (reports.Cell, error)) {
+		rc, err := do()
+		order = append(order, fmt.Sprintf("%s/%s na=%v err=%v", c.Scenario, c.Algorithm, rc.NA != "", err))
+	}
+	res, err := runner.RunMatrix(context.Background(), m, runner.Options{Out: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"getset-race/token na=true err=<nil>", "getset-race/setnx na=true err=<nil>",
+		"zk-leader-kill/token na=true err=<nil>", "zk-leader-kill/setnx na=true err=<nil>"}
+	if !slices.Equal(order, want) || res.Ran != 0 || res.NA != 4 || res.Mismatched != 0 {
+		t.Errorf("Around saw %q, ran %d, n/a %d, mismatched %d; want %q, 0, 4, 0", order, res.Ran, res.NA, res.Mismatched, want)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	m = runner.Matrix{Algorithms: []string{"token", "setnx"}, Scenarios: scens, Runs: 2,
+		Keep: func(c scenarios.Cell) bool { return c.Algorithm == "token" }}
+	if runs, na, _ := m.Planned(); runs != 2 || na != 4 {
+		t.Errorf("planned %d runs, %d n/a; want token × baseline twice, and token's 2 n/a cells twice", runs, na)
+	}
+	res, _ = runner.RunMatrix(ctx, m, runner.Options{Out: t.TempDir()})
+	var runsSeen []int
+	for _, c := range res.Cells {
+		if c.Algorithm != "token" {
+			t.Errorf("Keep let %s through", c.Algorithm)
+		}
+		if c.NA == "" {
+			runsSeen = append(runsSeen, c.Run)
+			if !strings.HasPrefix(c.Err, "not run") || c.Result != nil {
+				t.Errorf("a run of the cancelled matrix: err %q", c.Err)
+			}
+		} else if c.Err != "" {
+			t.Errorf("an n/a cell has an error: %q", c.Err)
+		}
+	}
+	if !slices.Equal(runsSeen, []int{1, 2}) || res.Mismatched != 2 {
+		t.Errorf("runs %v, mismatched %d; want [1 2] and both counted", runsSeen, res.Mismatched)
+	}
+	if res.Plan.Runs != 2 || res.Plan.Shards != 1 || res.Plan.Catalogue != runner.Fingerprint(scens) {
+		t.Errorf("plan %+v", res.Plan)
+	}
+}
