@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/lockchaos
-OUT   ?= reports
+OUT   ?= out
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian packages the tests and the local backend need.
@@ -29,9 +29,10 @@ deps: ## install the servers and the browser the tests use (apt-get; sudo when n
 build: ## build bin/lockchaos
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/lockchaos
 
-vet: ## gofmt and go vet
+vet: ## gofmt, go vet, and go.mod/go.sum tidy
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	@$(GO) mod tidy -diff || { echo "make vet: go.mod or go.sum is not tidy: run go mod tidy and commit the result"; exit 1; }
 
 images: deps ## build the docker backend's images offline (lockchaos/redis, lockchaos/zookeeper); FORCE=1 rebuilds
 	images/build.sh $(if $(FORCE),--force)
@@ -43,7 +44,7 @@ test: deps images vet ## install what the tests need, then run every test (real 
 test-short: ## unit tests only (no servers)
 	$(GO) test -short -count=1 ./...
 
-run: deps build ## the main job: the default scenario matrix on the local backend, writing reports/index.html
+run: deps build ## the main job: the default scenario matrix on the local backend, writing out/index.html
 	$(BIN) matrix --out $(OUT) --parallel 2
 
 matrix: run ## alias of run
@@ -62,5 +63,5 @@ fuzz: ## run each fuzz test for FUZZTIME (20s)
 	  pkg=$$(grep -rlE "func $$t\(" --include '*_test.go' . | head -1 | xargs dirname); \
 	  echo "== $$t ($$pkg)"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done
 
-clean: ## remove build output and reports
+clean: ## remove build output and runs (OUT, default out/)
 	rm -rf bin $(OUT)

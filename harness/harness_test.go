@@ -15,6 +15,7 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/harness"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // run runs cfg and checks its history; a missing server skips the test unless CI requires them.
@@ -26,8 +27,8 @@ func run(t *testing.T, cfg harness.Config) *checker.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := harness.Run(ctx, cfg)
-	if errors.Is(err, cluster.ErrMissingBinary) && os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") != "1" {
-		t.Skipf("skip: %v", err)
+	if errors.Is(err, cluster.ErrMissingBinary) {
+		testenv.MissingServer(t, err)
 	}
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -220,8 +221,8 @@ func TestPanicInLockEndsRunCleanly(t *testing.T) {
 	t.Setenv("TMPDIR", tmp)
 	res, err := harness.Run(context.Background(), harness.Config{Algorithm: "test-panicky", Scenario: "panic",
 		Dir: dir, Duration: 5 * time.Second, Workload: harness.Workload{Clients: 1}})
-	if errors.Is(err, cluster.ErrMissingBinary) && os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") != "1" {
-		t.Skipf("skip: %v", err)
+	if errors.Is(err, cluster.ErrMissingBinary) {
+		testenv.MissingServer(t, err)
 	}
 	if err == nil || !strings.Contains(err.Error(), "panicked: boom") {
 		t.Fatalf("err = %v, want the panic as the run's error", err)

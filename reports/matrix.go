@@ -51,6 +51,8 @@ type MatrixMeta struct {
 	// order the cells mention them.
 	Algorithms []string
 	Scenarios  []string
+	// Plan, when set, is recorded in results.json so shards can be merged (lockchaos merge).
+	Plan *Plan
 }
 
 // WriteMatrix writes index.html, results.json and junit.xml into outDir, each atomically.
@@ -145,13 +147,14 @@ type resultsFile struct {
 	Version string        `json:"version,omitempty"`
 	Seed    int64         `json:"seed,omitempty"`
 	Started string        `json:"started,omitempty"`
+	Plan    *Plan         `json:"plan,omitempty"`
 	Summary Summary       `json:"summary"`
 	Results []resultEntry `json:"results"`
 }
 
 func resultsDoc(cells []Cell, meta MatrixMeta, sum Summary) *resultsFile {
 	doc := &resultsFile{Title: meta.Title, Command: meta.Command, Backend: meta.Backend, Version: meta.Version,
-		Seed: meta.Seed, Summary: sum, Results: []resultEntry{}}
+		Seed: meta.Seed, Plan: meta.Plan, Summary: sum, Results: []resultEntry{}}
 	if !meta.Started.IsZero() {
 		doc.Started = meta.Started.UTC().Format(time.RFC3339)
 	}

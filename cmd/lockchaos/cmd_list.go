@@ -36,8 +36,9 @@ type listedAlgorithm struct {
 }
 
 func cmdList(args []string, stdout io.Writer) (int, error) {
-	var c common
-	fs := newFlags("list", &c)
+	var asJSON bool
+	fs := newCommand("list")
+	fs.BoolVar(&asJSON, "json", false, "print the listing as JSON")
 	if err := parse(fs, args); err != nil {
 		return 0, err
 	}
@@ -46,7 +47,7 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 	for _, a := range algorithms.All() {
 		l.Algorithms = append(l.Algorithms, listedAlgorithm{a.Name, a.Summary, a.Source, a.Topologies, a.Points, a.Fenced})
 	}
-	if c.json {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return exitValid, enc.Encode(l)
@@ -87,9 +88,8 @@ func lookupAlgorithm(name string) (algorithms.Info, error) {
 }
 
 func cmdDoctor(ctx context.Context, args []string, stdout io.Writer) (int, error) {
-	var c common
 	var clean bool
-	fs := newFlags("doctor", &c)
+	fs := newCommand("doctor")
 	fs.BoolVar(&clean, "clean", false, "remove containers and networks left by killed docker runs")
 	if err := parse(fs, args); err != nil {
 		return 0, err
@@ -123,16 +123,20 @@ func cmdDoctor(ctx context.Context, args []string, stdout io.Writer) (int, error
 }
 
 func cmdServe(ctx context.Context, args []string, stdout io.Writer) (int, error) {
-	var c common
 	var addr string
-	fs := newFlags("serve", &c)
+	fs := newCommand("serve")
 	fs.StringVar(&addr, "addr", "127.0.0.1:8080", "loopback address to listen on")
-	if err := parse(fs, args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return 0, err
 	}
-	dir := c.out
-	if fs.NArg() == 1 {
-		dir = fs.Arg(0)
+	dir := defaultOut
+	switch len(pos) {
+	case 0:
+	case 1:
+		dir = pos[0]
+	default:
+		return 0, usagef("serve: one report directory, not %d (lockchaos serve [DIR])", len(pos))
 	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return 0, usagef("serve: %s is not a report directory (run lockchaos matrix first)", dir)

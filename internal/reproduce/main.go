@@ -13,13 +13,13 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockchaos/lockchaos/internal/benchmd"
 	"github.com/lockchaos/lockchaos/internal/runner"
+	"github.com/lockchaos/lockchaos/reports"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -46,7 +46,7 @@ type row struct {
 
 func main() {
 	runs := flag.Int("runs", 20, "runs per cell")
-	out := flag.String("out", "reports/reproduce", "where the runs are written")
+	out := flag.String("out", "out/reproduce", "where the runs are written")
 	bench := flag.String("bench", "BENCHMARKS.md", "markdown file to update")
 	only := flag.String("scenarios", "", "comma-separated scenarios (default: all)")
 	parallel := flag.Int("parallel", 1, "cells run at once")
@@ -55,59 +55,53 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	var rows []*row
+	m := runner.Matrix{Algorithms: scenarios.Seed, Runs: *runs, Parallel: *parallel,
+		Keep: func(c scenarios.Cell) bool {
+			if c.NA != "" || c.Expected == "" {
+				return false
+			}
+			return c.Expected != "safe" || slices.Contains(safeCells[c.Scenario], c.Algorithm)
+		}}
 	for _, s := range scenarios.All() {
-		if *only != "" && !slices.Contains(strings.Split(*only, ","), s.Name) {
-			continue
+		if *only == "" || slices.Contains(strings.Split(*only, ","), s.Name) {
+			m.Scenarios = append(m.Scenarios, s)
 		}
-		for _, alg := range scenarios.Seed {
-			c, err := s.Cell(alg)
-			if err != nil || c.NA != "" || c.Expected == "" {
-				continue
+	}
+	var rows []*row
+	byCell := map[string]*row{}
+	for _, s := range m.Scenarios {
+		for _, alg := range m.Algorithms {
+			if c, err := s.Cell(alg); err == nil && m.Keep(c) {
+				r := &row{cell: c, unsafeExpectation: c.Expected != "safe"}
+				rows = append(rows, r)
+				byCell[c.Scenario+"/"+c.Algorithm] = r
 			}
-			unsafe := c.Expected != "safe"
-			if !unsafe && !slices.Contains(safeCells[s.Name], alg) {
-				continue
-			}
-			rows = append(rows, &row{cell: c, unsafeExpectation: unsafe})
 		}
 	}
 	start := time.Now()
-	sem := make(chan struct{}, *parallel)
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, r := range rows {
-		for i := 1; i <= *runs && ctx.Err() == nil; i++ {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				rc, _, err := runner.RunCell(ctx, r.cell, runner.Options{Out: *out, Seed: int64(i)}, i)
-				mu.Lock()
-				defer mu.Unlock()
-				r.runs++
-				if err != nil || rc.Result == nil {
-					r.misses = append(r.misses, fmt.Sprintf("run %d: %v", i, err))
-					return
-				}
-				res := rc.Result
-				if res.Evidence == "ok" {
-					r.evidenceOK++
-				}
-				if res.Matches != nil && *res.Matches {
-					r.matched++
-					if res.TTDMs != nil {
-						r.ttds = append(r.ttds, *res.TTDMs)
-					}
-				} else {
-					r.misses = append(r.misses, fmt.Sprintf("run %d: %s", i, res.Verdict))
-				}
-			}()
+	m.Done = func(rc reports.Cell, err error) {
+		r := byCell[rc.Scenario+"/"+rc.Algorithm]
+		r.runs++
+		fmt.Fprintf(os.Stderr, "%s × %s run %d: %s\n", rc.Algorithm, rc.Scenario, rc.Run, verdictOf(rc))
+		if err != nil || rc.Result == nil {
+			r.misses = append(r.misses, fmt.Sprintf("run %d: %v", rc.Run, err))
+			return
 		}
-		fmt.Fprintf(os.Stderr, "%s × %s queued\n", r.cell.Algorithm, r.cell.Scenario)
+		res := rc.Result
+		if res.Evidence == "ok" {
+			r.evidenceOK++
+		}
+		if res.Matches != nil && *res.Matches {
+			r.matched++
+			if res.TTDMs != nil {
+				r.ttds = append(r.ttds, *res.TTDMs)
+			}
+		} else {
+			r.misses = append(r.misses, fmt.Sprintf("run %d: %s", rc.Run, res.Verdict))
+		}
 	}
-	wg.Wait()
+	// Seeds 1..R: run i of every cell has seed i. A harness error is counted as a miss of its run.
+	_, _ = runner.RunMatrix(ctx, m, runner.Options{Out: *out, Seed: 1})
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "`go run ./internal/reproduce --runs %d` (make reproduce): each cell %d times, fresh servers and seed each run; %s in all.\n"+
@@ -133,4 +127,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "reproduce:", err)
 		os.Exit(1)
 	}
+}
+
+func verdictOf(rc reports.Cell) string {
+	if rc.Result == nil {
+		return "error: " + rc.Err
+	}
+	return string(rc.Result.Verdict)
 }

@@ -3,13 +3,13 @@ package runner_test
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/internal/runner"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -48,8 +48,8 @@ func TestFencingEndToEnd(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			rc, _, err := runner.RunCell(ctx, cell, runner.Options{Out: t.TempDir(), Seed: 1}, 0)
-			if errors.Is(err, cluster.ErrMissingBinary) && os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") != "1" {
-				t.Skipf("skip: %v", err)
+			if errors.Is(err, cluster.ErrMissingBinary) {
+				testenv.MissingServer(t, err)
 			}
 			if err != nil {
 				t.Fatalf("run: %v", err)

@@ -21,7 +21,7 @@ import (
 
 // Options apply to every cell of a run or matrix. Zero fields keep the scenario's values.
 type Options struct {
-	Out      string // output directory (default "reports")
+	Out      string // output directory (default "out")
 	Backend  string
 	Proxies  string
 	Seed     int64
@@ -84,7 +84,7 @@ func Config(c scenarios.Cell, o Options, run int) harness.Config {
 
 func (o Options) out() string {
 	if o.Out == "" {
-		return "reports"
+		return "out"
 	}
 	return o.Out
 }
@@ -142,13 +142,26 @@ func RunCell(ctx context.Context, c scenarios.Cell, o Options, run int) (reports
 
 // Check re-checks the history in dir and rewrites its result.json and reports.
 func Check(dir string, timeout time.Duration) (*checker.Outcome, error) {
-	h, err := history.ReadFile(filepath.Join(dir, harness.HistoryFile))
+	h, out, err := check(dir, timeout)
 	if err != nil {
 		return nil, err
 	}
-	out := checker.CheckHistory(h, checker.Options{Timeout: timeout})
 	if err := reports.WriteRun(dir, h, out); err != nil {
 		return out, fmt.Errorf("write report: %w", err)
 	}
 	return out, nil
+}
+
+// CheckHistory re-checks the history in dir and writes nothing.
+func CheckHistory(dir string, timeout time.Duration) (*checker.Outcome, error) {
+	_, out, err := check(dir, timeout)
+	return out, err
+}
+
+func check(dir string, timeout time.Duration) (*history.History, *checker.Outcome, error) {
+	h, err := history.ReadFile(filepath.Join(dir, harness.HistoryFile))
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, checker.CheckHistory(h, checker.Options{Timeout: timeout}), nil
 }
