@@ -3,7 +3,6 @@ package runner_test
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/internal/browsertest"
 	"github.com/lockchaos/lockchaos/internal/runner"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -37,8 +37,8 @@ func TestServiceViolationNamesItsCause(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rc, _, err := runner.RunCell(ctx, cell, runner.Options{Out: out, Seed: 1}, 0)
-	if errors.Is(err, cluster.ErrMissingBinary) && os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") != "1" {
-		t.Skipf("skip: %v", err)
+	if errors.Is(err, cluster.ErrMissingBinary) {
+		testenv.MissingServer(t, err)
 	}
 	if err != nil {
 		t.Fatalf("run: %v", err)
