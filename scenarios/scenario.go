@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/faults"
 )
 
@@ -81,6 +82,10 @@ type Scenario struct {
 	// scenario hits in some runs only, so safe and unsafe both match), or "-: reason" when the
 	// cell makes no sense. An algorithm not listed is not expected anything.
 	Expect map[string]string `yaml:"expect,omitempty" json:"expect,omitempty"`
+	// Catches maps a mutant (algorithms.Mutants, DESIGN.md §11) to the verdict the scenario must
+	// catch it with: Us, Uc or X, with an optional comment after a colon, as in Expect. A mutant
+	// runs its real algorithm's variants (and its own, when the scenario has one).
+	Catches map[string]string `yaml:"catches,omitempty" json:"catches,omitempty"`
 }
 
 // Cell is a scenario resolved for one algorithm: everything a run needs.
@@ -118,7 +123,15 @@ func Family(algorithm string) string {
 // Cell resolves the scenario for an algorithm.
 func (s Scenario) Cell(algorithm string) (Cell, error) {
 	c := Cell{Scenario: s.Name, Algorithm: algorithm, Workload: s.Workload, Faults: s.Faults}
-	for _, key := range []string{Family(algorithm), algorithm} {
+	real, mutant := algorithm, false
+	if info, err := algorithms.Lookup(algorithm); err == nil && info.Mutant != "" {
+		real, mutant = info.Mutant, true
+	}
+	keys := []string{Family(real), real}
+	if mutant {
+		keys = append(keys, algorithm) // a variant of the mutant's own wins
+	}
+	for _, key := range keys {
 		if v, ok := s.Variants[key]; ok {
 			if v.Topology != "" {
 				c.Topology = v.Topology
@@ -135,6 +148,9 @@ func (s Scenario) Cell(algorithm string) (Cell, error) {
 	code, ok := s.Expect[algorithm]
 	if !ok {
 		code, ok = extraExpect[s.Name][algorithm]
+	}
+	if mutant {
+		code, ok = s.Catches[algorithm]
 	}
 	if !ok {
 		return c, nil

@@ -1,0 +1,94 @@
+package scenarios
+
+import "github.com/lockchaos/lockchaos/faults"
+
+// Teeth (DESIGN.md §11): the mutants each scenario must catch, and the variants that make it catch
+// them. A mutant is its real algorithm with one mechanism removed (algorithms.Mutants); it runs
+// its real algorithm's variants, so where the scenario's real cell is safe, a caught mutant proves
+// the fault reaches the mechanism the real algorithm relies on. This file keeps them apart from
+// the catalogue's literals (catalogue.go), so both can change without touching each other.
+func init() {
+	// slow-release: the generic delayed release (upstream latency from cs:before-release).
+	// getset's own variant pauses between its GET and its DEL, where a plain DEL has no step, so
+	// getset-no-compare runs the generic fault: the real getset's late GET then sees the new
+	// holder's value and deletes nothing; the mutant's late DEL removes it.
+	sr := must("slow-release")
+	vary("slow-release", "getset-no-compare", Variant{Faults: sr.Faults})
+	catch("slow-release", "token-plain-del", "Us: the late plain DEL removes the next holder's key (seed 003 table)")
+	catch("slow-release", "getset-no-compare", "Us: the late plain DEL removes the next holder's lock")
+
+	// latency. token: from client 1's first release on, replies to client 1 are delayed by
+	// TTL+100 ms for 1.5 s: its SET lands at once but its reply comes after the key expired and
+	// another client took it. The real token counts its validity from the call and does not
+	// write; the mutant counts a TTL from the reply and writes into another holder's lease. A hold
+	// of 150 ms keeps the lock held nearly all the time, so that write overlaps a holder.
+	vary("latency", "token", Variant{
+		Faults: []faults.Spec{{Kind: "latency", Point: "cs:before-release", Client: 1, Clients: "trigger",
+			Nodes: "all", Amount: ms(ttl + 100), For: ms(1500)}},
+		Workload: Workload{Hold: ms(150)},
+	})
+	// redlock asks its nodes in parallel, each under a timeout of at most TTL/10, so no network
+	// latency can make an acquisition that succeeds slow: the slow acquisition antirez's check
+	// guards against is the client's own stall between the replies and its validity computation
+	// (a GC pause, the scheduler). The first client to reach acquire:after-quorum stalls there
+	// for TTL+300 ms: the real Redlock finds no validity left and retries; the mutant writes.
+	// redsync, also of the redlock family, offers no such point and keeps the minority latency.
+	lat := must("latency")
+	vary("latency", "redsync", lat.Variants["redlock"])
+	vary("latency", "redlock", Variant{
+		Faults:   []faults.Spec{{Kind: "client-pause", Point: "acquire:after-quorum", For: ms(ttl + 300)}},
+		Workload: Workload{OpTimeout: ms(ttl / 10), Hold: ms(150)},
+	})
+	catch("latency", "token-no-validity", "Uc: the reply came after the lease ran; the holder trusted a TTL from it")
+	catch("latency", "redlock-no-validity", "Uc: antirez's check removed; the slow acquisition's lease had run")
+
+	catch("partition", "token-watchdog-blind", "Uc: renewals fail under the partition; the blind holder writes anyway")
+	catch("partition", "zookeeper-ignore-session", "Uc: the holder writes after it learned its session expired")
+
+	catch("node-kill", "redlock-no-quorum", "Us: one node's SET is a grant: two clients hold disjoint nodes")
+	catch("restart", "redlock-no-quorum", "Us: one node's SET is a grant (the real redlock is Us here too)")
+	catch("baseline", "zookeeper-watch-lowest", "Us: every waiter watching the lowest node takes the lock when it goes")
+	catch("baseline", "redlock-no-quorum", "Us: racing clients each win some nodes")
+	catch("client-pause", "fence-unchecked",
+		"Uc: the paused holder's stale write is accepted: lost updates > 0, where token+fence loses none")
+	catch("client-crash", "token-no-ttl", "X: the crashed holder's key never expires (seed 002 problem 1)")
+	catch("getset-race", "getset-blind-takeover", "Us: several waiters GETSET the expired value and all hold")
+	catch("zk-leader-kill", "zookeeper-watch-lowest", "Us: caught without the fault, as in baseline")
+	// Scenarios where every real algorithm of the mutants' families is itself unsafe can only catch
+	// a mutant that is unsafe for the same reason: these show the fault fires, not which mechanism
+	// it reaches (see the report of issue 16).
+	catch("clock-skew", "getset-no-compare", "Us: as getset: the skewed client takes a valid lock over")
+	catch("failover", "token-plain-del", "Us: as token: the promoted replica never saw the key")
+	catch("clock-jump", "token-plain-del", "Us: as token: the jumped node lets the key expire early")
+}
+
+// must returns a catalogue scenario; it panics on an unknown name (a programming error).
+func must(name string) Scenario {
+	s, ok := catalogue[name]
+	if !ok {
+		panic("scenarios: unknown scenario " + name)
+	}
+	return s
+}
+
+// catch adds a mutant the scenario must catch, with its verdict code (Us, Uc or X and an optional
+// comment). Call it from init; an unknown scenario or mutant, or another code, panics.
+func catch(scenario, mutant, code string) {
+	s := must(scenario)
+	cs := make(map[string]string, len(s.Catches)+1)
+	for k, v := range s.Catches {
+		cs[k] = v
+	}
+	cs[mutant] = code
+	s.Catches = cs
+	c, err := s.Cell(mutant)
+	if err != nil {
+		panic(err)
+	}
+	switch c.Expected {
+	case "unsafe-service", "unsafe-client", "stuck":
+	default:
+		panic("scenarios: catch " + mutant + " in " + scenario + ": " + code + " is not Us, Uc or X of a registered mutant")
+	}
+	catalogue[scenario] = s
+}
