@@ -26,14 +26,14 @@ func init() {
 		{
 			Name: "token-plain-del", Mutant: "token", Topologies: single,
 			Removed: "the owner check on release: a plain DEL deletes whoever's key is there",
-			Points:  []string{"release:before-del"},
+			Points:  []string{"acquire:after-set", "release:before-del"},
 			New:     token(tokenMutation{plainDEL: true}),
 		},
 		{
 			Name: "token-no-validity", Mutant: "token", Topologies: single,
 			Removed: "validity counted from the call: the holder trusts a full TTL from when the SET's reply arrived " +
 				"(Validity = TTL + the time the acquire took)",
-			Points: []string{"release:before-del"},
+			Points: []string{"acquire:after-set", "release:before-del"},
 			New:    token(tokenMutation{validityFromReply: true}),
 		},
 		{
@@ -45,7 +45,7 @@ func init() {
 		{
 			Name: "token-no-ttl", Mutant: "token", Topologies: single,
 			Removed: "the lease: SET NX without PX, so a crashed holder's key stays for ever",
-			Points:  []string{"release:before-del"},
+			Points:  []string{"acquire:after-set", "release:before-del"},
 			New:     token(tokenMutation{noTTL: true}),
 		},
 		{

@@ -54,6 +54,11 @@ func (l *tokenLocker) Acquire(ctx context.Context) (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
+	// Between the reply and the holder's use of it: where a stalled client (GC, scheduler) makes
+	// an acquisition slow after the server granted it (DESIGN §7 latency).
+	if err := l.cfg.Point(ctx, "acquire:after-set"); err != nil {
+		return Lease{}, stoppedHolding("acquire:after-set", err)
+	}
 	if l.mut.noTTL {
 		return Lease{Data: tok}, nil
 	}
@@ -101,7 +106,7 @@ func init() {
 		Summary:    "SET key random NX PX ttl; release by Lua compare-and-delete.",
 		Source:     "seed 003 (redis分布式锁详解: random value and the Lua release script)",
 		Topologies: []string{topoRedisSingle, topoRedisSentinel},
-		Points:     []string{"release:before-del"},
+		Points:     []string{"acquire:after-set", "release:before-del"},
 		New:        newToken,
 	})
 }
