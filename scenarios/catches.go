@@ -46,6 +46,21 @@ func init() {
 	catch("latency", "token-no-validity", "Uc: the reply came after the lease ran; the holder trusted a TTL from it")
 	catch("latency", "redlock-no-validity", "Uc: antirez's check removed; the slow acquisition's lease had run")
 
+	// partition. token+watchdog: the holder holds TTL+300 ms and writes under the partition, after
+	// its key expired (no renewal got through) and the next client was granted. The real
+	// watchdog gave the lease up at its first failed renewal (TTL/3 + one request timeout) and
+	// its careful client skips the write; the blind one writes. With a hold of 10 ms the write
+	// would come before the key could expire, and the mutant would pass.
+	vary("partition", "token+watchdog", Variant{Workload: Workload{Hold: ms(ttl + 300), StuckAfter: ms(2500), Tail: ms(1000)}})
+	// zookeeper-ignore-session: the holder holds past the heal (1.7 s, partition 1.3 s), so it
+	// reconnects and is told its session expired before it writes: the real recipe's Valid is
+	// then false and it skips the write (measured S, 3 of 3 runs); the mutant writes into the
+	// next holder's lock. Pinned here, apart from the zookeeper variant, which shows the
+	// session-expiry caveat (a holder that writes while still cut off cannot know).
+	vary("partition", "zookeeper-ignore-session", Variant{
+		Faults:   []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2*ttl + 300)}},
+		Workload: Workload{Hold: ms(2*ttl + 700), AcquireTimeout: ms(4000), StuckAfter: ms(2500), Tail: ms(1000)},
+	})
 	catch("partition", "token-watchdog-blind", "Uc: renewals fail under the partition; the blind holder writes anyway")
 	catch("partition", "zookeeper-ignore-session", "Uc: the holder writes after it learned its session expired")
 
