@@ -2,6 +2,7 @@ package scenarios_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lockchaos/lockchaos/algorithms"
@@ -83,6 +84,24 @@ func TestMutantCells(t *testing.T) {
 		}
 		if _, err := algorithms.Lookup(m); err != nil {
 			t.Errorf("Lookup(%s): %v", m, err)
+		}
+	}
+}
+
+// TestCatchesValidated: a scenario file may name mutants to catch, but only registered mutants
+// with an unsafe or stuck code.
+func TestCatchesValidated(t *testing.T) {
+	for _, tc := range []struct{ yaml, wantErr string }{
+		{"catches: {token-plain-del: Us}", ""},
+		{"catches: {token: Us}", "not a mutant"},
+		{"catches: {token-plain-del: S}", "want Us, Uc or X"},
+	} {
+		_, err := scenarios.Parse([]byte("scenarios:\n  - name: mine\n    summary: s\n    " + tc.yaml + "\n"))
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%s: %v", tc.yaml, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s: error %v, want one saying %q", tc.yaml, err, tc.wantErr)
 		}
 	}
 }

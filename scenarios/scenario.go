@@ -197,6 +197,20 @@ func (s Scenario) Validate() error {
 			return err
 		}
 	}
+	for m, code := range s.Catches {
+		if info, err := algorithms.Lookup(m); err != nil || info.Mutant == "" {
+			return fmt.Errorf("scenario %s: catches %s, which is not a mutant (`lockchaos list --mutants` shows them)", s.Name, m)
+		}
+		c, err := s.Cell(m)
+		if err != nil {
+			return err
+		}
+		switch c.Expected {
+		case "unsafe-service", "unsafe-client", "stuck":
+		default:
+			return fmt.Errorf("scenario %s: catches %s with %q; want Us, Uc or X", s.Name, m, code)
+		}
+	}
 	return nil
 }
 
