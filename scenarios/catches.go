@@ -43,9 +43,13 @@ func init() {
 	// does not write; the mutant counts a TTL from after the stall and writes into the next
 	// holder's lease. A hold of 150 ms keeps the lock held nearly all the time, so that write
 	// overlaps a holder.
+	// The acquire timeout outlasts a stall that comes late in a contended acquire: otherwise the
+	// stall ends the call (measured: redlock-no-validity missed 1 of 5 runs so, its first quorum
+	// came 690 ms into a 1 s acquire).
+	stall := Workload{Hold: ms(150), AcquireTimeout: ms(4000)}
 	vary("latency", "token", Variant{
 		Faults:   []faults.Spec{{Kind: "client-pause", Point: "acquire:after-set", For: ms(ttl + 100)}},
-		Workload: Workload{Hold: ms(150)},
+		Workload: stall,
 	})
 	// redlock asks its nodes in parallel, each under a timeout of at most TTL/10, so no network
 	// latency can make an acquisition that succeeds slow: the slow acquisition antirez's check
@@ -57,7 +61,7 @@ func init() {
 	vary("latency", "redsync", lat.Variants["redlock"])
 	vary("latency", "redlock", Variant{
 		Faults:   []faults.Spec{{Kind: "client-pause", Point: "acquire:after-quorum", For: ms(ttl + 300)}},
-		Workload: Workload{OpTimeout: ms(ttl / 10), Hold: ms(150)},
+		Workload: Workload{OpTimeout: ms(ttl / 10), Hold: stall.Hold, AcquireTimeout: stall.AcquireTimeout},
 	})
 	catch("latency", "token-no-validity", "Uc: the reply came after the lease ran; the holder trusted a TTL from it")
 	catch("latency", "redlock-no-validity", "Uc: antirez's check removed; the slow acquisition's lease had run")
