@@ -108,6 +108,10 @@ func (c Config) withDefaults() (Config, algorithms.Info, error) {
 	if !supported {
 		return c, info, fmt.Errorf("%w: algorithm %s does not run on topology %s (it runs on %v)", ErrBadConfig, c.Algorithm, c.Topology, info.Topologies)
 	}
+	if info.FenceUnchecked {
+		// The fence-unchecked mutant: its fences are real, its resource does not look at them.
+		c.Fencing = false
+	}
 	if c.Backend == "" {
 		c.Backend = cluster.Local
 	}

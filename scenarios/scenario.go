@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/faults"
 )
@@ -98,6 +99,10 @@ type Scenario struct {
 	// expected anything. A race is not an expectation: a scenario forces it at its point
 	// (DESIGN.md §10).
 	Expect map[string]string `yaml:"expect,omitempty" json:"expect,omitempty"`
+	// Catches maps a mutant (algorithms.Mutants, DESIGN.md §11) to the verdict the scenario must
+	// catch it with: Us, Uc or X, with an optional comment after a colon, as in Expect. A mutant
+	// runs its real algorithm's variants (and its own, when the scenario has one).
+	Catches map[string]string `yaml:"catches,omitempty" json:"catches,omitempty"`
 }
 
 // Cell is a scenario resolved for one algorithm: everything a run needs.
@@ -129,7 +134,15 @@ func Family(algorithm string) string {
 // Cell resolves the scenario for an algorithm.
 func (s Scenario) Cell(algorithm string) (Cell, error) {
 	c := Cell{Scenario: s.Name, Algorithm: algorithm, Workload: s.Workload, Faults: s.Faults}
-	for _, key := range []string{Family(algorithm), algorithm} {
+	real, mutant := algorithm, false
+	if info, err := algorithms.Lookup(algorithm); err == nil && info.Mutant != "" {
+		real, mutant = info.Mutant, true
+	}
+	keys := []string{Family(real), real}
+	if mutant {
+		keys = append(keys, algorithm) // a variant of the mutant's own wins
+	}
+	for _, key := range keys {
 		if v, ok := s.Variants[key]; ok {
 			if v.Topology != "" {
 				c.Topology = v.Topology
@@ -146,6 +159,9 @@ func (s Scenario) Cell(algorithm string) (Cell, error) {
 	code, ok := s.Expect[algorithm]
 	if !ok {
 		code, ok = extraExpect[s.Name][algorithm]
+	}
+	if mutant {
+		code, ok = s.Catches[algorithm]
 	}
 	if !ok {
 		return c, nil
@@ -190,6 +206,20 @@ func (s Scenario) Validate() error {
 	for alg := range s.Expect {
 		if _, err := s.Cell(alg); err != nil {
 			return err
+		}
+	}
+	for m, code := range s.Catches {
+		if info, err := algorithms.Lookup(m); err != nil || info.Mutant == "" {
+			return fmt.Errorf("scenario %s: catches %s, which is not a mutant (`lockchaos list --mutants` shows them)", s.Name, m)
+		}
+		c, err := s.Cell(m)
+		if err != nil {
+			return err
+		}
+		switch c.Expected {
+		case "unsafe-service", "unsafe-client", "stuck":
+		default:
+			return fmt.Errorf("scenario %s: catches %s with %q; want Us, Uc or X", s.Name, m, code)
 		}
 	}
 	return nil

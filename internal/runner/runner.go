@@ -65,8 +65,9 @@ func Config(c scenarios.Cell, o Options, run int) harness.Config {
 		Log: o.Log, ExternalAddrs: o.ExternalAddrs,
 		RedisImage: o.RedisImage, ZooKeeperImage: o.ZooKeeperImage,
 	}
-	if info, err := algorithms.Lookup(c.Algorithm); err == nil && info.Fenced {
-		// A fenced algorithm is run as it is meant to be used: the resource checks its fences.
+	if info, err := algorithms.Lookup(c.Algorithm); err == nil && info.Fenced && !info.FenceUnchecked {
+		// A fenced algorithm is run as it is meant to be used: the resource checks its fences
+		// (except the fence-unchecked mutant's, whose point is that nobody checks them).
 		cfg.Fencing = true
 	}
 	if o.Duration > 0 {
