@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"html/template"
@@ -53,6 +54,9 @@ type MatrixMeta struct {
 	Scenarios  []string
 	// Plan, when set, is recorded in results.json so shards can be merged (lockchaos merge).
 	Plan *Plan
+	// Page is the file name of the grid page (default index.html; the selftest writes
+	// selftest.html).
+	Page string
 }
 
 // WriteMatrix writes index.html, results.json and junit.xml into outDir, each atomically.
@@ -64,7 +68,7 @@ func WriteMatrix(outDir string, cells []Cell, meta MatrixMeta) error {
 	return errors.Join(
 		writeJSONAtomic(filepath.Join(outDir, ResultsFile), resultsDoc(cells, meta, sum)),
 		writeAtomic(filepath.Join(outDir, JUnitFile), func(w io.Writer) error { return writeJUnit(w, cells, meta) }),
-		writeAtomic(filepath.Join(outDir, IndexFile), func(w io.Writer) error {
+		writeAtomic(filepath.Join(outDir, cmp.Or(meta.Page, IndexFile)), func(w io.Writer) error {
 			return pageTemplates.ExecuteTemplate(w, "index.html", buildMatrixPage(cells, meta, sum))
 		}),
 	)

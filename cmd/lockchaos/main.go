@@ -37,11 +37,13 @@ var version = "dev"
 const usage = `lockchaos — correctness and chaos tests for distributed locks
 
 usage:
-  lockchaos list [--json]                              algorithms, scenarios, topologies, faults
+  lockchaos list [--json] [--mutants]                  algorithms, scenarios, topologies, faults (and mutants)
   lockchaos run --algorithm A --scenario S [flags]     one run; exit by verdict (or by --expect)
   lockchaos matrix [--algorithms a,b] [--scenarios x,y] [--runs R] [--shard i/n] [flags]
                                                        algorithms × scenarios; exit by expectations
   lockchaos merge OUT DIR...                           join the shards' outputs into one matrix in OUT
+  lockchaos selftest [--runs N] [--scenarios x,y]      every scenario × the mutants it must catch and its
+                                                       real algorithms; exit 0 only when all are caught
   lockchaos explore --algorithm A [--budget 5m]        every named point × fault, failures shrunk; exit 1 if any
   lockchaos check [--write] DIR                        re-check a saved run from its history
   lockchaos doctor [--clean]                           which backends work here, how to fix the rest
@@ -57,7 +59,7 @@ exit codes: 0 valid/as expected, 1 invalid/not as expected, 2 unknown, 254 bad u
 `
 
 // commands are the subcommands, as the unknown-command message lists them.
-var commands = []string{"list", "run", "matrix", "merge", "explore", "check", "doctor", "serve", "help"}
+var commands = []string{"list", "run", "matrix", "merge", "selftest", "explore", "check", "doctor", "serve", "help"}
 
 func main() {
 	// go-redis logs every failed dial; under injected faults those are expected, and the history
@@ -102,7 +104,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = cmdServe(ctx, args[1:], stdout)
 	case "merge":
 		code, err = cmdMerge(args[1:], stdout)
-	// selftest: the mutants branch adds its case here, and "selftest" to commands and usage.
+	case "selftest":
+		code, err = cmdSelftest(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		if len(args) > 1 && args[1] != "help" && slices.Contains(commands, args[1]) {
 			return run(ctx, []string{args[1], "-h"}, stdout, stderr)
