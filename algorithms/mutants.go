@@ -62,6 +62,12 @@ func init() {
 			New:     redlock(func(l *redlockLocker) { l.quorum = 1 }),
 		},
 		{
+			Name: "redlock-all-nodes", Mutant: "redlock", Topologies: []string{topoRedisMulti},
+			Removed: "the majority's tolerance: it needs every node's SET (quorum N), so one dead node stops every grant",
+			Points:  []string{"acquire:after-quorum", "release:before-del"},
+			New:     redlock(func(l *redlockLocker) { l.quorum = len(l.nodes) }),
+		},
+		{
 			Name: "zookeeper-watch-lowest", Mutant: "zookeeper", Topologies: []string{topoZooKeeper},
 			Removed: "watching the predecessor and listing the children again: every waiter watches the lowest node " +
 				"and takes the lock when it goes",

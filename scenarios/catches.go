@@ -94,7 +94,9 @@ func init() {
 	catch("partition", "zookeeper-ignore-session", "Uc: the holder writes after it learned its session expired")
 
 	catch("node-kill", "redlock-no-quorum", "Us: one node's SET is a grant: two clients hold disjoint nodes")
+	catch("node-kill", "redlock-all-nodes", "X: with one master of five dead, no client gets every node")
 	catch("restart", "redlock-no-quorum", "Us: one node's SET is a grant (the real redlock is Us here too)")
+	catch("restart", "token-plain-del", "Us: as token: the restarted master forgot the key")
 	catch("baseline", "zookeeper-watch-lowest", "Us: every waiter watching the lowest node takes the lock when it goes")
 	catch("baseline", "redlock-no-quorum", "Us: racing clients each win some nodes")
 	catch("client-pause", "fence-unchecked",
