@@ -190,12 +190,16 @@ func CheckHistory(h *history.History, opts Options) *Outcome {
 }
 
 // Matches reports whether a result meets an expectation: "safe", "unsafe", "stuck", "unknown",
-// or "unsafe-service" / "unsafe-client", which also need a violation of that class among
-// ClassesSeen (the first violation's class alone is ViolationClass).
+// "unsafe-service" / "unsafe-client", which also need a violation of that class among
+// ClassesSeen (the first violation's class alone is ViolationClass), or "unsafe-lost", which
+// needs an update proven lost.
 func Matches(res *Result, expected string) bool {
 	verdict, class, _ := strings.Cut(expected, "-")
 	if Verdict(verdict) != res.Verdict {
 		return false
+	}
+	if class == "lost" {
+		return res.LostUpdates > 0
 	}
 	return class == "" || slices.Contains(res.ClassesSeen, Class(class))
 }

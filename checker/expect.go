@@ -9,6 +9,7 @@ var expectationCodes = []struct{ code, long string }{
 	{"Us", "unsafe-service"},
 	{"Uc", "unsafe-client"},
 	{"U", "unsafe"},
+	{"Ul", "unsafe-lost"}, // unsafe, with an update proven lost: what fencing must prevent
 	{"X", "stuck"},
 }
 

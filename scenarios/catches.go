@@ -100,7 +100,7 @@ func init() {
 	catch("baseline", "zookeeper-watch-lowest", "Us: every waiter watching the lowest node takes the lock when it goes")
 	catch("baseline", "redlock-no-quorum", "Us: racing clients each win some nodes")
 	catch("client-pause", "fence-unchecked",
-		"Uc: the paused holder's stale write is accepted: lost updates > 0, where token+fence loses none")
+		"Ul: the paused holder's stale write is accepted: lost updates > 0, where token+fence loses none")
 	catch("client-crash", "token-no-ttl", "X: the crashed holder's key never expires (seed 002 problem 1)")
 	catch("getset-race", "getset-blind-takeover", "Us: several waiters GETSET the expired value and all hold")
 	catch("zk-leader-kill", "zookeeper-watch-lowest", "Us: caught without the fault, as in baseline")

@@ -29,7 +29,7 @@ func TestTeeth(t *testing.T) {
 				t.Errorf("%s/%s: %v", s.Name, m, err)
 				continue
 			}
-			if !slices.Contains([]string{"unsafe-service", "unsafe-client", "stuck"}, c.Expected) {
+			if !slices.Contains([]string{"unsafe-service", "unsafe-client", "unsafe-lost", "stuck"}, c.Expected) {
 				t.Errorf("%s/%s: expected %q, want unsafe or stuck", s.Name, m, c.Expected)
 			}
 			real, _ := s.Cell(info.Mutant)
@@ -94,7 +94,7 @@ func TestCatchesValidated(t *testing.T) {
 	for _, tc := range []struct{ yaml, wantErr string }{
 		{"catches: {token-plain-del: Us}", ""},
 		{"catches: {token: Us}", "not a mutant"},
-		{"catches: {token-plain-del: S}", "want Us, Uc or X"},
+		{"catches: {token-plain-del: S}", "want Us, Uc, Ul or X"},
 	} {
 		_, err := scenarios.Parse([]byte("scenarios:\n  - name: mine\n    summary: s\n    " + tc.yaml + "\n"))
 		switch {

@@ -217,9 +217,9 @@ func (s Scenario) Validate() error {
 			return err
 		}
 		switch c.Expected {
-		case "unsafe-service", "unsafe-client", "stuck":
+		case "unsafe-service", "unsafe-client", "unsafe-lost", "stuck":
 		default:
-			return fmt.Errorf("scenario %s: catches %s with %q; want Us, Uc or X", s.Name, m, code)
+			return fmt.Errorf("scenario %s: catches %s with %q; want Us, Uc, Ul or X", s.Name, m, code)
 		}
 	}
 	return nil
