@@ -81,15 +81,6 @@ func init() {
 		Faults:   []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2*ttl + 300)}},
 		Workload: Workload{Hold: ms(2*ttl + 700), AcquireTimeout: ms(4000), StuckAfter: ms(2500), Tail: ms(1000)},
 	})
-	// The zookeeper recipe's own cell: since the recipe's Valid reports a session it was told
-	// is gone (algorithms/zookeeper.go), a holder that writes after the heal skips its write
-	// (measured S, 3 of 3, zookeeper and zookeeper+fence). The session-expiry caveat is a holder
-	// that writes while still cut off, after the ensemble expired its session: partition 2.3 s,
-	// write at 1.6 s (measured Uc, 2 of 2).
-	vary("partition", "zookeeper", Variant{
-		Faults:   []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2300)}},
-		Workload: Workload{Hold: ms(1600), AcquireTimeout: ms(4000), StuckAfter: ms(3000), Tail: ms(1000)},
-	})
 	catch("partition", "token-watchdog-blind", "Uc: renewals fail under the partition; the blind holder writes anyway")
 	catch("partition", "zookeeper-ignore-session", "Uc: the holder writes after it learned its session expired")
 
