@@ -11,7 +11,7 @@ FUZZTIME ?= 20s
 BENCH_LONG_RUN ?= 10m
 SOAK ?= 10m
 
-.PHONY: help deps images build test test-short run matrix reproduce bench soak fuzz vet clean
+.PHONY: help deps images build test test-short run matrix selftest reproduce bench soak fuzz vet clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -37,8 +37,9 @@ vet: ## gofmt, go vet, and go.mod/go.sum tidy
 images: deps ## build the docker backend's images offline (lockchaos/redis, lockchaos/zookeeper); FORCE=1 rebuilds
 	images/build.sh $(if $(FORCE),--force)
 
-test: deps images vet ## install what the tests need, then run every test (real servers, Docker, a real browser) with -race, then each fuzz test briefly
+test: deps images vet build ## install what the tests need, run every test (real servers, Docker, a real browser) with -race, the selftest once, then each fuzz test briefly
 	LOCKCHAOS_REQUIRE_SERVERS=1 LOCKCHAOS_REQUIRE_BROWSER=1 LOCKCHAOS_REQUIRE_DOCKER=1 $(GO) test -race -count=1 -p 1 -timeout 40m ./...
+	$(BIN) selftest --quiet --parallel 2 --out $(OUT)/selftest
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 
 test-short: ## unit tests only (no servers)
@@ -49,7 +50,10 @@ run: deps build ## the main job: the default scenario matrix on the local backen
 
 matrix: run ## alias of run
 
-reproduce: deps build ## 20 runs of every cell, with TTD statistics written to BENCHMARKS.md
+selftest: deps build ## every scenario × the mutants it must catch and its real algorithms (out/selftest/selftest.html)
+	$(BIN) selftest --parallel 2 --out $(OUT)/selftest
+
+reproduce: deps build ## 20 runs of every selftest cell (real and mutant), caught/reproduced and TTD written to BENCHMARKS.md
 	$(GO) run ./internal/reproduce --runs 20 --parallel 2 --out $(OUT)/reproduce --bench BENCHMARKS.md
 
 bench: deps ## run the benchmarks (not the soak); they rewrite their sections of BENCHMARKS.md
