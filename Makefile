@@ -39,7 +39,7 @@ images: deps ## build the docker backend's images offline (lockchaos/redis, lock
 
 test: deps images vet build ## install what the tests need, run every test (real servers, Docker, a real browser) with -race, the selftest once, then each fuzz test briefly
 	LOCKCHAOS_REQUIRE_SERVERS=1 LOCKCHAOS_REQUIRE_BROWSER=1 LOCKCHAOS_REQUIRE_DOCKER=1 $(GO) test -race -count=1 -p 1 -timeout 40m ./...
-	$(BIN) selftest --quiet --parallel 2 --out $(OUT)/selftest
+	$(BIN) selftest --parallel 2 --out $(OUT)/selftest
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 
 test-short: ## unit tests only (no servers)
