@@ -362,3 +362,17 @@ func describe(r *checker.Result, expected, report string) string {
 	fmt.Fprintf(&b, "\n\treport: %s", report)
 	return b.String()
 }
+
+// Algorithm is the Factory of one of lockchaos's own algorithms or mutants by name (`lockchaos
+// list --mutants`). Point Run at a mutant — a real algorithm with one safety mechanism removed
+// (DESIGN.md §11) — to see what a caught bug looks like before you test your own lock, or at a
+// real algorithm as the reference yours should match.
+func Algorithm(name string) Factory {
+	return func(cfg algorithms.Config) (algorithms.Locker, error) {
+		info, err := algorithms.Lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		return info.New(cfg)
+	}
+}
