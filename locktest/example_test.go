@@ -131,7 +131,7 @@ func TestMutantCaughtThroughLocktest(t *testing.T) {
 		t.Skip(c.skipped)
 	}
 	if !c.failed || len(c.errors) != 1 || !strings.Contains(c.errors[0], "verdict unsafe (service class)") ||
-		!strings.Contains(c.errors[0], "removed client") {
+		!strings.Contains(c.errors[0], "\tcause: ") {
 		t.Fatalf("token-plain-del not caught with its cause (failed %v): %q", c.failed, c.errors)
 	}
 	locktest.Run(t, locktest.Algorithm("token"), locktest.WithScenarios("slow-release"))
