@@ -153,8 +153,8 @@ func (r *run) serviceCause(a, b *history.Operation) string {
 				late = "late "
 			}
 		}
-		return fmt.Sprintf("client %d's %srelease (op %d, of its acq %d) at %s removed client %d's key",
-			done.Client, late, done.ID, done.Acq, fmtMs(done.Call), a.Client)
+		return fmt.Sprintf("client %d's %srelease (op %d, of its acq %d), invoked at %s and answered at %s, removed client %d's key",
+			done.Client, late, done.ID, done.Acq, fmtMs(done.Call), fmtMs(done.Done), a.Client)
 	}
 	if pending != nil {
 		return fmt.Sprintf("client %d's release (op %d, of its acq %d), sent at %s and never answered in time, can have landed late and removed client %d's key",

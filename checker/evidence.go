@@ -51,6 +51,10 @@ type occurrence struct {
 	start, danger int64 // the danger window [start, danger)
 }
 
+// harnessStall is the span the harness records when it was not scheduled: not a fault of the
+// scenario, nothing attacked the lock.
+const harnessStall = "harness-stall"
+
 var clientRE = regexp.MustCompile(`client-(\d+)`)
 
 // occurrences returns the fault occurrences that took effect, each with its danger window: from
@@ -61,7 +65,7 @@ func (r *run) occurrences() []occurrence {
 	var out []occurrence
 	for i := range r.faults {
 		f := &r.faults[i]
-		if f.Error != "" || strings.HasSuffix(f.Name, ":arm") {
+		if f.Error != "" || strings.HasSuffix(f.Name, ":arm") || f.Name == harnessStall {
 			continue
 		}
 		o := occurrence{span: f, start: f.Start, danger: r.end}

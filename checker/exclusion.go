@@ -110,7 +110,9 @@ func (r *run) exclusion(ws []window) []overlap {
 		maxAt := i
 		for j := i + 1; j < len(ws) && ws[j].lock == ws[i].lock; j++ {
 			w := &ws[j]
-			if w.start < ws[maxAt].end {
+			// A window without accesses (a careful holder that found its lease gone) is a point
+			// that marks a grant, not a use: it overlaps nothing.
+			if w.start < ws[maxAt].end && w.last >= 0 {
 				out = append(out, overlap{a: ws[maxAt].acq, b: w.acq, at: w.start, aEnd: ws[maxAt].last})
 			}
 			if w.end > ws[maxAt].end {

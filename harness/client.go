@@ -103,7 +103,7 @@ func (c *client) criticalSection(ctx context.Context, acq int64, start time.Time
 	if err := c.point(ctx, PointAcquired); err != nil {
 		return err
 	}
-	if expired(c.clock, start, lease) {
+	if expired(c.clock, start, lease) || !c.valid(lease) {
 		// The acquisition took longer than the lease (Redlock's rule: a lock granted too late is
 		// not used). A careful client does not touch the resource and releases.
 		return c.point(ctx, PointBeforeRelease)
@@ -115,7 +115,7 @@ func (c *client) criticalSection(ctx context.Context, acq int64, start time.Time
 	if !sleep(ctx, c.w.Hold) {
 		return errStop
 	}
-	if expired(c.clock, start, lease) {
+	if expired(c.clock, start, lease) || !c.valid(lease) {
 		// The lease may have expired: a careful client does not write.
 		return c.point(ctx, PointBeforeRelease)
 	}
@@ -136,6 +136,13 @@ func (c *client) criticalSection(ctx context.Context, acq int64, start time.Time
 // the moment Acquire was called. A lease without validity (0) is held until released.
 func expired(clock algorithms.Clock, start time.Time, lease algorithms.Lease) bool {
 	return lease.Validity > 0 && clock.Now().Sub(start) >= lease.Validity
+}
+
+// valid asks a Locker that can tell (algorithms.Validator: a renewing watchdog, a session)
+// whether the lease is still held; a Locker that cannot is trusted by its Validity alone.
+func (c *client) valid(lease algorithms.Lease) bool {
+	v, ok := c.locker.(algorithms.Validator)
+	return !ok || v.Valid(lease)
 }
 
 // stopped reports whether err means the client must stop (crashed at a point, or the run ended)

@@ -263,3 +263,29 @@ func TestTwoRunsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroHoldThinkNoTail: NoHold and NoThink make the hold and the think time zero (a scenario
+// file's "hold: 0s"), and a run without faults ends with its fault phase: no liveness tail.
+func TestZeroHoldThinkNoTail(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	dir := t.TempDir()
+	r := run(t, harness.Config{Algorithm: "token", Scenario: "throughput", Seed: 1, Dir: dir, Duration: time.Second,
+		Workload: harness.Workload{Clients: 2, TTL: 10 * time.Second, NoHold: true, NoThink: true}})
+	h, err := history.ReadFile(filepath.Join(dir, harness.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Meta.HoldNs != 0 {
+		t.Errorf("hold_ns %d, want 0", h.Meta.HoldNs)
+	}
+	if r.Verdict != checker.Safe {
+		t.Errorf("verdict %s (%s), want safe", r.Verdict, r.DecidedBy)
+	}
+	// With a 10 s TTL the old default tail (StuckAfter + TTL) alone was 30 s of operations.
+	last := h.Events[len(h.Events)-1].AtNs
+	if last > int64(5*time.Second) {
+		t.Errorf("a 1 s run without faults recorded operations until %v: it ran a liveness tail it does not need", time.Duration(last))
+	}
+}

@@ -517,7 +517,9 @@ func violationShapes(m *runModel, vs *violationSpan, sc scale, mid func(int) flo
 	if vv.Desc == "" {
 		// No overlap of length to show (an illegal grant to a client that had not yet touched
 		// the resource, a lost update): the report's Cause line says what the checker found.
-		vv.Desc = fmt.Sprintf("%s at %s", vs.v.Kind, fmtDur(vs.at))
+		if vs.v.Cause == "" {
+			vv.Desc = fmt.Sprintf("%s at %s", vs.v.Kind, fmtDur(vs.at))
+		}
 	}
 	x := sc.x(vs.at)
 	vv.Line = svgLine{X1: x, Y1: top - 2, X2: x, Y2: top + lanesH + 2, Class: "violation-line"}

@@ -190,8 +190,10 @@ func registerCatalogue() bool {
 			// (DESIGN.md §10): the server answers the release GET at once but the reply reaches
 			// the holder after its TTL; meanwhile a waiter's GETSET took the lock over, and the
 			// holder's DEL, sent on its stale GET, removes the new holder's key.
+			// A hold of 150 ms keeps the lock held nearly all the time, so the late DEL finds a
+			// holder's key (with 10 ms holds it fell into a gap in 1 of 6 runs).
 			"getset": {Faults: []faults.Spec{{Kind: "latency", Point: "cs:before-release", Clients: "trigger", Nodes: "all",
-				Amount: ms(ttl + 100), For: ms(ttl + 300), Stream: "downstream"}}},
+				Amount: ms(ttl + 100), For: ms(ttl + 300), Stream: "downstream"}}, Workload: Workload{Hold: ms(150)}},
 		},
 		Expect: expect("S", "S", "S", "Us: a late GET reply lets its DEL remove a new holder's key", "S", "S", "S"),
 	})

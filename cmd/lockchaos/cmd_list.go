@@ -24,6 +24,37 @@ type listing struct {
 	Topologies []string             `json:"topologies"`
 	Faults     []string             `json:"faults"`
 	Points     map[string][]string  `json:"harness_points"`
+	// Mutants are listed with --mutants only (DESIGN.md §11: hidden from the default listing).
+	Mutants []listedMutant `json:"mutants,omitempty"`
+}
+
+// listedMutant is a mutant (algorithms.Mutants) and the scenarios that must catch it.
+type listedMutant struct {
+	Name       string   `json:"name"`
+	Breaks     string   `json:"breaks"`
+	Removed    string   `json:"removed"`
+	Topologies []string `json:"topologies"`
+	CaughtBy   []caught `json:"must_be_caught_by"`
+}
+
+type caught struct {
+	Scenario string `json:"scenario"`
+	Expect   string `json:"expect"`
+}
+
+// mutantListing lists the mutants with the scenarios whose Catches name them.
+func mutantListing(scens []scenarios.Scenario) []listedMutant {
+	var out []listedMutant
+	for _, m := range algorithms.Mutants() {
+		lm := listedMutant{Name: m.Name, Breaks: m.Mutant, Removed: m.Removed, Topologies: m.Topologies, CaughtBy: []caught{}}
+		for _, s := range scens {
+			if code, ok := s.Catches[m.Name]; ok {
+				lm.CaughtBy = append(lm.CaughtBy, caught{s.Name, code})
+			}
+		}
+		out = append(out, lm)
+	}
+	return out
 }
 
 type listedAlgorithm struct {
@@ -36,9 +67,10 @@ type listedAlgorithm struct {
 }
 
 func cmdList(args []string, stdout io.Writer) (int, error) {
-	var asJSON bool
+	var asJSON, mutants bool
 	fs := newCommand("list")
 	fs.BoolVar(&asJSON, "json", false, "print the listing as JSON")
+	fs.BoolVar(&mutants, "mutants", false, "also list the mutants (DESIGN.md §11) and the scenarios that must catch them")
 	if err := parse(fs, args); err != nil {
 		return 0, err
 	}
@@ -46,6 +78,9 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 		Points: map[string][]string{"critical section": harness.Points}}
 	for _, a := range algorithms.All() {
 		l.Algorithms = append(l.Algorithms, listedAlgorithm{a.Name, a.Summary, a.Source, a.Topologies, a.Points, a.Fenced})
+	}
+	if mutants {
+		l.Mutants = mutantListing(l.Scenarios)
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)
@@ -66,6 +101,20 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, orDash(s.Reproduces), s.Summary)
 	}
 	tw.Flush()
+	if mutants {
+		fmt.Fprintln(stdout)
+		tw = tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "MUTANT\tBREAKS\tMUST BE CAUGHT BY\tREMOVED")
+		for _, m := range l.Mutants {
+			var by []string
+			for _, c := range m.CaughtBy {
+				code, _, _ := strings.Cut(c.Expect, ":")
+				by = append(by, c.Scenario+" ("+strings.TrimSpace(code)+")")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, m.Breaks, orDash(strings.Join(by, ", ")), m.Removed)
+		}
+		tw.Flush()
+	}
 	fmt.Fprintf(stdout, "\ntopologies: %s\nfaults: %s\n", strings.Join(l.Topologies, ", "), strings.Join(l.Faults, ", "))
 	return exitValid, nil
 }

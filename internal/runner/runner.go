@@ -58,14 +58,16 @@ func Config(c scenarios.Cell, o Options, run int) harness.Config {
 			Clients: w.Clients, TTL: w.TTL.D(), Hold: w.Hold.D(), Think: w.Think.D(),
 			AcquireTimeout: w.AcquireTimeout.D(), SessionTimeout: w.SessionTimeout.D(),
 			OpTimeout: w.OpTimeout.D(), Fencing: w.Fencing,
+			NoHold: w.ZeroHold, NoThink: w.ZeroThink, LockPerClient: w.LockPerClient,
 		},
 		Faults: c.Faults, Duration: w.Duration.D(), StuckAfter: w.StuckAfter.D(), Tail: w.Tail.D(),
 		Seed: o.Seed + int64(max(run, 1)-1), Dir: Dir(o.out(), c, run), Version: o.Version,
 		Log: o.Log, ExternalAddrs: o.ExternalAddrs,
 		RedisImage: o.RedisImage, ZooKeeperImage: o.ZooKeeperImage,
 	}
-	if info, err := algorithms.Lookup(c.Algorithm); err == nil && info.Fenced {
-		// A fenced algorithm is run as it is meant to be used: the resource checks its fences.
+	if info, err := algorithms.Lookup(c.Algorithm); err == nil && info.Fenced && !info.FenceUnchecked {
+		// A fenced algorithm is run as it is meant to be used: the resource checks its fences
+		// (except the fence-unchecked mutant's, whose point is that nobody checks them).
 		cfg.Fencing = true
 	}
 	if o.Duration > 0 {
