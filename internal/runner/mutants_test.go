@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/internal/runner"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -43,8 +44,8 @@ func TestMutantsCaught(t *testing.T) {
 					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 					rc, _, err := runner.RunCell(ctx, cell, runner.Options{Out: out, Seed: int64(attempt)}, attempt)
 					cancel()
-					if errors.Is(err, cluster.ErrMissingBinary) && os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") != "1" {
-						t.Skipf("skip: %v", err)
+					if errors.Is(err, cluster.ErrMissingBinary) {
+						testenv.MissingServer(t, err)
 					}
 					if err != nil {
 						t.Fatalf("run: %v", err)
