@@ -76,7 +76,8 @@ type Matrix struct {
 	Shard    Shard
 	Parallel int // cells run at once (default 1)
 	// Around, when set, wraps each planned cell and run, n/a cells included, in plan order when
-	// Parallel is 1: it must call do once. locktest runs each inside a subtest.
+	// Parallel is 1: it calls do once, or the run is recorded as not run. locktest runs each
+	// inside a subtest.
 	Around func(c scenarios.Cell, run int, do func() (reports.Cell, error))
 	// Started and Done, when set, are told of each run as it starts and ends (Done under a lock,
 	// in completion order), for progress output.
@@ -88,7 +89,7 @@ type Matrix struct {
 type MatrixResult struct {
 	// Cells are the planned cells of the shard: the runs in plan order, then the n/a cells.
 	Cells      []reports.Cell
-	Ran        int // runs carried out (n/a cells excluded)
+	Ran        int // runs of the plan (n/a cells excluded), whether or not they could be carried out
 	NA         int
 	Mismatched int // runs that did not match their expectation (or had no result)
 	Plan       reports.Plan

@@ -97,9 +97,12 @@ func TestParseShard(t *testing.T) {
 	}
 }
 
-// TestShardsMergeLikeOneMatrix runs a small matrix (2 algorithms × 2 scenarios, short runs) once
-// whole and once as 3 shards, each written to its own directory, merges the shards and checks the
-// merged matrix has the same cells with the same verdicts as the whole one. Real servers.
+// TestShardsMergeLikeOneMatrix runs a small matrix (2 algorithms × 2 scenarios) once whole and
+// once as 3 shards, each written to its own directory, merges the shards and checks the merged
+// matrix has the same cells, in the same order, with the same seeds, as the whole one, and carries
+// each shard's results unchanged. Verdicts are compared too, but a difference is only logged: two
+// separate runs of a cell may differ (the catalogue promises ≥ 19 of 20), which says nothing about
+// sharding. Real servers.
 func TestShardsMergeLikeOneMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a matrix against real servers")
@@ -113,7 +116,7 @@ func TestShardsMergeLikeOneMatrix(t *testing.T) {
 		scens = append(scens, s)
 	}
 	m := runner.Matrix{Algorithms: []string{"token", "setnx"}, Scenarios: scens, Parallel: 2, Timeout: 2 * time.Minute}
-	o := runner.Options{Seed: 3, Duration: time.Second, Version: "test"}
+	o := runner.Options{Seed: 3, Version: "test"}
 	root := t.TempDir()
 	run := func(dir string, sh runner.Shard) *runner.MatrixResult {
 		t.Helper()
@@ -132,10 +135,16 @@ func TestShardsMergeLikeOneMatrix(t *testing.T) {
 	}
 	whole := run(filepath.Join(root, "whole"), runner.Shard{})
 	var dirs []string
-	ran := 0
+	ran, mismatched := 0, 0
+	shardVerdicts := map[string]string{}
 	for i := 1; i <= 3; i++ {
 		d := filepath.Join(root, fmt.Sprintf("shard%d", i))
-		ran += run(d, runner.Shard{I: i, N: 3}).Ran
+		res := run(d, runner.Shard{I: i, N: 3})
+		ran += res.Ran
+		mismatched += res.Mismatched
+		for _, c := range res.Cells {
+			shardVerdicts[c.Scenario+"/"+c.Algorithm] = verdictOf(c)
+		}
 		dirs = append(dirs, d)
 	}
 	if ran != 4 {
@@ -149,20 +158,28 @@ func TestShardsMergeLikeOneMatrix(t *testing.T) {
 	cellsOf := func(cells []reports.Cell) []string {
 		var out []string
 		for _, c := range cells {
-			v := "error " + c.Err
+			seed := int64(-1)
 			if c.Result != nil {
-				v = string(c.Result.Verdict)
+				seed = c.Result.Seed
 			}
-			out = append(out, c.Scenario+"/"+c.Algorithm+" "+v)
+			out = append(out, fmt.Sprintf("%s/%s seed %d", c.Scenario, c.Algorithm, seed))
 		}
 		return out
 	}
-	t.Logf("one matrix: %q", cellsOf(whole.Cells))
 	if w, g := cellsOf(whole.Cells), cellsOf(mres.Cells); !slices.Equal(w, g) {
 		t.Errorf("merged shards give\n%q\none matrix gives\n%q", g, w)
 	}
-	if mres.Mismatched != whole.Mismatched {
-		t.Errorf("merged: %d mismatched, whole: %d", mres.Mismatched, whole.Mismatched)
+	for i, c := range mres.Cells {
+		key := c.Scenario + "/" + c.Algorithm
+		if v := verdictOf(c); v != shardVerdicts[key] {
+			t.Errorf("%s: merged %s, its shard said %s", key, v, shardVerdicts[key])
+		}
+		if i < len(whole.Cells) && verdictOf(whole.Cells[i]) != verdictOf(c) {
+			t.Logf("%s: %s in the whole matrix, %s in its shard (separate runs)", key, verdictOf(whole.Cells[i]), verdictOf(c))
+		}
+	}
+	if mres.Mismatched != mismatched || mres.Ran != 4 {
+		t.Errorf("merged: %d runs, %d mismatched; the shards: 4, %d", mres.Ran, mres.Mismatched, mismatched)
 	}
 	// The merged page links every run to its report in its shard's directory.
 	var doc struct {
@@ -181,6 +198,13 @@ func TestShardsMergeLikeOneMatrix(t *testing.T) {
 	if !strings.Contains(string(index), "../shard") {
 		t.Errorf("index.html does not link into the shards' directories")
 	}
+}
+
+func verdictOf(c reports.Cell) string {
+	if c.Result == nil {
+		return "error " + c.Err
+	}
+	return string(c.Result.Verdict)
 }
 
 // TestRunMatrixPlan: without servers — n/a cells go through Around in plan order and are not
