@@ -59,7 +59,7 @@ var clientRE = regexp.MustCompile(`client-(\d+)`)
 
 // occurrences returns the fault occurrences that took effect, each with its danger window: from
 // its start until one lease (the TTL, or the session timeout when longer) after it healed, or
-// the run's end when it never healed.
+// the run's end when it never healed (a crash, a node killed for good).
 func (r *run) occurrences() []occurrence {
 	lease := max(r.meta.TTLNs, r.meta.SessionTimeoutNs)
 	var out []occurrence
@@ -69,7 +69,8 @@ func (r *run) occurrences() []occurrence {
 			continue
 		}
 		o := occurrence{span: f, start: f.Start, danger: r.end}
-		if f.End != history.Never {
+		// A kill is instant in the history, but its node stays dead: its danger lasts the run.
+		if f.End != history.Never && f.Name != "kill" {
 			o.danger = min(f.End+lease, r.end)
 		}
 		if f.Rule > 0 && f.Rule <= len(r.meta.Faults) {
