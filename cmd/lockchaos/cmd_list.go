@@ -94,6 +94,9 @@ func cmdDoctor(ctx context.Context, args []string, stdout io.Writer) (int, error
 	if err := parse(fs, args); err != nil {
 		return 0, err
 	}
+	if c.clusterFile != "" {
+		return doctorCluster(ctx, c.clusterFile, stdout)
+	}
 	if clean {
 		n, err := cluster.CleanDocker(ctx)
 		if err != nil {
@@ -118,7 +121,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout io.Writer) (int, error
 			}
 		}
 	}
-	fmt.Fprintln(stdout, "backend external: needs only the addresses of running servers (--addrs)")
+	fmt.Fprintln(stdout, "backend external: needs a cluster file of running servers (--cluster FILE; doctor --cluster FILE checks it)")
 	return code, nil
 }
 

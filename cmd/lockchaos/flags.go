@@ -25,7 +25,7 @@ type common struct {
 	out           string
 	quiet, json   bool
 	scenarioFile  string
-	external      string
+	clusterFile   string
 	redisImage    string
 	zkImage       string
 }
@@ -47,7 +47,7 @@ func newFlags(name string, c *common) *flag.FlagSet {
 	fs.BoolVar(&c.quiet, "quiet", false, "print only the verdict lines")
 	fs.BoolVar(&c.json, "json", false, "print results as JSON")
 	fs.StringVar(&c.scenarioFile, "scenario-file", "", "YAML file of extra scenarios")
-	fs.StringVar(&c.external, "addrs", "", "comma-separated server addresses for --backend external")
+	fs.StringVar(&c.clusterFile, "cluster", "", "--backend external: YAML cluster file of the servers and their fault controls (docs/external.md)")
 	fs.StringVar(&c.redisImage, "redis-image", "", "docker backend: Redis image (default "+cluster.DefaultRedisImage+"; make images builds lockchaos/redis offline)")
 	fs.StringVar(&c.zkImage, "zookeeper-image", "", "docker backend: ZooKeeper image (default "+cluster.DefaultZooKeeperImage+"; make images builds lockchaos/zookeeper)")
 	return fs
@@ -88,8 +88,11 @@ func (c *common) validate() error {
 	default:
 		return usagef("--backend %q is unknown: use local, docker or external", c.backend)
 	}
-	if c.backend == cluster.External && c.external == "" {
-		return usagef("--backend external needs --addrs host:port,... of the servers")
+	if c.backend == cluster.External && c.clusterFile == "" {
+		return usagef("--backend external needs --cluster FILE, a YAML list of the servers (see docs/external.md)")
+	}
+	if c.backend != cluster.External && c.clusterFile != "" {
+		return usagef("--cluster is for --backend external (add --backend external)")
 	}
 	if !c.seedSet {
 		c.seed = time.Now().UnixNano() % 1_000_000
@@ -100,10 +103,7 @@ func (c *common) validate() error {
 func (c *common) options() runner.Options {
 	o := runner.Options{Out: c.out, Backend: c.backend, Proxies: c.proxy, Seed: c.seed,
 		Duration: c.duration, Clients: c.clients, TTL: c.ttl, Version: version,
-		RedisImage: c.redisImage, ZooKeeperImage: c.zkImage}
-	if c.external != "" {
-		o.ExternalAddrs = strings.Split(c.external, ",")
-	}
+		RedisImage: c.redisImage, ZooKeeperImage: c.zkImage, ClusterFile: c.clusterFile}
 	return o
 }
 

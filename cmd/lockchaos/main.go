@@ -38,10 +38,13 @@ usage:
   lockchaos matrix [--algorithms a,b] [--scenarios x,y] [--runs R] [--shard i/n] [flags]
   lockchaos explore --algorithm A [--budget 5m] [--out DIR]  every named point × fault, failures shrunk; exit 1 if any
   lockchaos check DIR                                  re-check a saved run from its history
-  lockchaos doctor [--clean]                           which backends work here, how to fix the rest
+  lockchaos doctor [--clean] [--cluster FILE]          which backends work here, how to fix the rest;
+                                                       with --cluster: is every node and toxiproxy API of FILE reachable
   lockchaos serve DIR [--addr 127.0.0.1:8080]          serve reports on loopback
 
 common flags: --duration 2s --clients 5 --ttl 500ms --seed N --backend local --out reports --quiet --json
+external servers: --backend external --cluster FILE (YAML: nodes with name, kind, address, toxiproxy,
+              kill/restart/pause/resume commands; see docs/external.md)
 exit codes: 0 valid/as expected, 1 invalid/not as expected, 2 unknown, 254 bad usage, 255 harness error
 `
 
