@@ -149,8 +149,9 @@ func StartRedis(t testing.TB) *Redis {
 	r := &Redis{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), pidfile: pidfile}
 	start := fmt.Sprintf("%s %s", bin, conf)
 	r.Kill = fmt.Sprintf("kill -9 $(cat %s)", pidfile)
-	// Wait until the old server is gone (its port free) before starting the new one.
-	r.Restart = fmt.Sprintf("p=$(cat %[1]s); kill -9 $p; while kill -0 $p 2>/dev/null; do sleep 0.02; done; rm -f %[1]s; %[2]s", pidfile, start)
+	// Wait until the old server is gone (its port free) before starting the new one. A killed
+	// daemon is a zombie until init reaps it, which can take seconds: dead is state Z or gone.
+	r.Restart = fmt.Sprintf(`p=$(cat %[1]s); kill -9 $p; while s=$(sed 's/.*) //' /proc/$p/stat 2>/dev/null) && [ "${s%%%% *}" != Z ]; do sleep 0.01; done; rm -f %[1]s; %[2]s`, pidfile, start)
 	r.Pause = fmt.Sprintf("kill -STOP $(cat %s)", pidfile)
 	r.Resume = fmt.Sprintf("kill -CONT $(cat %s)", pidfile)
 	if out, err := exec.Command("sh", "-c", start).CombinedOutput(); err != nil {
