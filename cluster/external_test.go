@@ -60,7 +60,8 @@ func TestExternalRedis(t *testing.T) {
 	}
 	var log syncBuf
 	ctx := context.Background()
-	spec := cluster.Spec{Topology: cluster.RedisSingle, Backend: cluster.External, External: f, Clients: 2, Proxies: true, Log: &log}
+	spec := cluster.Spec{Topology: cluster.RedisSingle, Backend: cluster.External, External: f, Clients: 2, Proxies: true, Log: &log,
+		RunID: cluster.NewRunID()}
 	c, err := cluster.Start(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -168,6 +169,13 @@ func TestExternalRedis(t *testing.T) {
 	if _, err := c.FaultReplicationLink(); !errors.Is(err, cluster.ErrBadSpec) {
 		t.Errorf("FaultReplicationLink on external: %v, want ErrBadSpec", err)
 	}
+	// The run's own keys go at Close (a setnx lock has no TTL to free it); others' stay.
+	own := cluster.ProxyPrefix + spec.RunID + "-lock"
+	for _, k := range []string{own, own + ":fence", "lockchaos-someone-else", "other"} {
+		if err := r1.Set(ctx, k, "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	closed = true
 	if err := c.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -175,8 +183,13 @@ func TestExternalRedis(t *testing.T) {
 	if got := exttest.Proxies(t, tp, cluster.ProxyPrefix); len(got) != 1 {
 		t.Errorf("after Close the toxiproxy-server still has %v, want only the other host's proxy", got)
 	}
-	if err := redis.NewClient(&redis.Options{Addr: r.Addr}).Ping(ctx).Err(); err != nil {
+	direct := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer direct.Close()
+	if err := direct.Ping(ctx).Err(); err != nil {
 		t.Errorf("Close must leave someone else's server running: %v", err)
+	}
+	if keys, err := direct.Keys(ctx, "*").Result(); err != nil || len(keys) != 2 || keys[0] == own || keys[1] == own {
+		t.Errorf("keys after Close: %v (%v), want only the two that are not the run's", keys, err)
 	}
 }
 

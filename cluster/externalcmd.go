@@ -36,13 +36,13 @@ func (f *ExternalFile) Missing(node string, ctl Control) error {
 	var add string
 	switch ctl {
 	case ControlLinks:
-		have, add = n.Toxiproxy != "", "toxiproxy: HOST:8474 (the API of a toxiproxy-server next to it)"
+		have, add = n.Toxiproxy != "", "toxiproxy: HOST:8474, the API of a toxiproxy-server next to it"
 	case ControlKill:
-		have, add = n.Kill != "", "kill: a shell command that kills the server"
+		have, add = n.Kill != "", "kill: with a shell command that kills the server"
 	case ControlRestart:
-		have, add = n.Restart != "", "restart: a shell command that restarts the server empty"
+		have, add = n.Restart != "", "restart: with a shell command that restarts the server empty"
 	case ControlPause:
-		have, add = n.Pause != "" && n.Resume != "", "pause: and resume: shell commands that stop and continue the server"
+		have, add = n.Pause != "" && n.Resume != "", "pause: and resume: with shell commands that stop and continue the server"
 	case ControlReplication:
 		return fmt.Errorf("node %s: lockchaos cannot cut an external cluster's replication (run failover on --backend local or docker)", node)
 	default:

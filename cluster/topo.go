@@ -59,7 +59,10 @@ type topo struct {
 	byName map[string]*node
 	px     *proxies
 	rp     *remoteProxies // external backend: the proxies on the file's toxiproxy-servers
-	eps    []Endpoints    // eps[c] for client c; eps[0] holds the direct addresses
+	// started is set once every node answered: only then may Close remove an external run's
+	// keys (a failed start wrote none, and its nodes may not even be reachable).
+	started bool
+	eps     []Endpoints // eps[c] for client c; eps[0] holds the direct addresses
 	// replMaster names the node the replica replicates from (redis-sentinel).
 	replMaster string
 
@@ -92,6 +95,7 @@ func startTopo(ctx context.Context, spec Spec, open func(context.Context) (backe
 	if err != nil {
 		return nil, err
 	}
+	c.started = true
 	if err := c.buildEndpoints(ctx); err != nil {
 		return nil, err
 	}
@@ -194,7 +198,10 @@ func (c *topo) Close() error {
 		c.px.stopAll()
 		var rerr error
 		if c.rp != nil {
-			rerr = c.rp.removeAll()
+			if c.started {
+				rerr = c.removeRunData(context.Background(), c.be.runID())
+			}
+			rerr = errors.Join(rerr, c.rp.removeAll())
 		}
 		c.closeErr = errors.Join(rerr, c.be.close())
 	})

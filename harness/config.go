@@ -101,6 +101,9 @@ func (c Config) withDefaults() (Config, algorithms.Info, error) {
 	}
 	if c.Backend == cluster.External {
 		if err := c.loadExternal(info); err != nil {
+			if errors.Is(err, cluster.ErrBadSpec) {
+				return c, info, err // already says it is the cluster file's fault
+			}
 			return c, info, fmt.Errorf("%w: %w", ErrBadConfig, err)
 		}
 	} else if c.ClusterFile != "" {

@@ -2,10 +2,14 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
@@ -24,14 +28,26 @@ func TestExternalMatchesLocal(t *testing.T) {
 		t.Skip("runs cells against real servers")
 	}
 	r := exttest.StartRedis(t)
-	zk := exttest.StartZooKeeper(t)
+	zkAddr := exttest.StartZooKeeper(t)
 	tp := exttest.Toxiproxy(t)
 	redisFile := exttest.WriteClusterFile(t, t.TempDir(), exttest.Node{
 		Name: "redis-1", Kind: "redis", Address: r.Addr, Toxiproxy: tp, Kill: r.Kill, Restart: r.Restart,
 	})
 	zkFile := exttest.WriteClusterFile(t, t.TempDir(), exttest.Node{
-		Name: "zk-1", Kind: "zookeeper", Address: zk, Toxiproxy: tp,
+		Name: "zk-1", Kind: "zookeeper", Address: zkAddr, Toxiproxy: tp,
 	})
+	// Someone else's data on the same servers: no run may touch it.
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	zc, _, err := zk.Connect([]string{zkAddr}, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zc.Close()
+	if _, err := zc.Create("/someone-elses-znode", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
 	cells := []struct{ scenario, algorithm, file string }{
 		{"baseline", "token", redisFile},
 		{"client-pause", "token", redisFile},
@@ -55,8 +71,11 @@ func TestExternalMatchesLocal(t *testing.T) {
 			}
 			var last string
 			for attempt := 1; attempt <= 2; attempt++ {
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-				rc, _, err := runner.RunCell(ctx, cell, runner.Options{Out: out, Seed: int64(attempt),
+				if err := rdb.Set(ctx, "someone-elses-key", "v", 0).Err(); err != nil {
+					t.Fatal(err)
+				}
+				rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+				rc, _, err := runner.RunCell(rctx, cell, runner.Options{Out: out, Seed: int64(attempt),
 					Backend: cluster.External, ClusterFile: tc.file}, attempt)
 				cancel()
 				if err != nil {
@@ -77,6 +96,16 @@ func TestExternalMatchesLocal(t *testing.T) {
 						t.Fatalf("lock %q is not under the run's prefix", e.Lock)
 					}
 				}
+				if keys, err := rdb.Keys(ctx, cluster.ProxyPrefix+"*").Result(); err != nil || len(keys) > 0 {
+					t.Errorf("keys of the run left on the redis-server: %v (%v)", keys, err)
+				}
+				if ch, _, err := zc.Children("/lockchaos"); err != nil && !errors.Is(err, zk.ErrNoNode) || len(ch) > 0 {
+					t.Errorf("znodes of the run left under /lockchaos: %v (%v)", ch, err)
+				}
+				// (restart empties the server: that is its fault, not lockchaos's cleanup)
+				if v, err := rdb.Get(ctx, "someone-elses-key").Result(); tc.scenario != "restart" && (err != nil || v != "v") {
+					t.Errorf("someone else's key after the run: %q, %v", v, err)
+				}
 				res := rc.Result
 				t.Logf("attempt %d: %s (class %v), %d acquires", attempt, res.Verdict, deref(res.ViolationClass), res.AcquiresOk)
 				if res.Matches != nil && *res.Matches {
@@ -86,6 +115,9 @@ func TestExternalMatchesLocal(t *testing.T) {
 			}
 			t.Errorf("%s × %s on external: %s", tc.algorithm, tc.scenario, last)
 		})
+	}
+	if ok, _, err := zc.Exists("/someone-elses-znode"); err != nil || !ok {
+		t.Errorf("someone else's znode after the runs: %v, %v", ok, err)
 	}
 }
 
