@@ -20,7 +20,8 @@ import (
 
 // TestExternalMatchesLocal runs cells through the external backend, as a user with someone
 // else's cluster would: the servers and the toxiproxy-server are started outside lockchaos and
-// only named in a cluster file (restart through the file's restart command). Each cell must give
+// only named in a cluster file (restart through the file's restart command; clock-jump over a
+// client connection, on the run's keys only). Each cell must give
 // the verdict the catalogue expects (what TestCatalogue shows on the local backend), every key
 // the run wrote must carry the run's prefix, and no proxy may be left on the toxiproxy-server.
 func TestExternalMatchesLocal(t *testing.T) {
@@ -53,6 +54,7 @@ func TestExternalMatchesLocal(t *testing.T) {
 		{"client-pause", "token", redisFile},
 		{"partition", "token", redisFile},
 		{"restart", "token", redisFile},
+		{"clock-jump", "token", redisFile}, // the jump script runs over a client connection: it applies
 		{"partition", "zookeeper", zkFile},
 	}
 	out := t.TempDir()
@@ -71,7 +73,9 @@ func TestExternalMatchesLocal(t *testing.T) {
 			}
 			var last string
 			for attempt := 1; attempt <= 2; attempt++ {
-				if err := rdb.Set(ctx, "someone-elses-key", "v", 0).Err(); err != nil {
+				// An hour's TTL: a clock jump that touched it would take the jump (the TTL, 500ms) off.
+				set := time.Now()
+				if err := rdb.Set(ctx, "someone-elses-key", "v", time.Hour).Err(); err != nil {
 					t.Fatal(err)
 				}
 				rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -105,6 +109,9 @@ func TestExternalMatchesLocal(t *testing.T) {
 				// (restart empties the server: that is its fault, not lockchaos's cleanup)
 				if v, err := rdb.Get(ctx, "someone-elses-key").Result(); tc.scenario != "restart" && (err != nil || v != "v") {
 					t.Errorf("someone else's key after the run: %q, %v", v, err)
+				}
+				if left, err := rdb.PTTL(ctx, "someone-elses-key").Result(); tc.scenario != "restart" && (err != nil || left < time.Hour-time.Since(set)-250*time.Millisecond) {
+					t.Errorf("someone else's key's TTL after %v: %v (%v): the run shifted it", time.Since(set), left, err)
 				}
 				res := rc.Result
 				t.Logf("attempt %d: %s (class %v), %d acquires", attempt, res.Verdict, deref(res.ViolationClass), res.AcquiresOk)
