@@ -99,8 +99,9 @@ func TestDoctorCluster(t *testing.T) {
 	}
 }
 
-// TestExternalKilledRunLeavesNoProxies: lockchaos killed with SIGKILL cannot remove its proxies;
-// the next run with the same cluster file removes them, says so, and leaves none of its own.
+// TestExternalKilledRunLeavesNoProxies: lockchaos stopped by Ctrl-C removes its proxies; killed
+// with SIGKILL it cannot, and the next run with the same cluster file removes them, says so, and
+// leaves none of its own.
 func TestExternalKilledRunLeavesNoProxies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the CLI and runs it against real servers")
@@ -115,25 +116,35 @@ func TestExternalKilledRunLeavesNoProxies(t *testing.T) {
 	}
 	args := []string{"run", "--algorithm", "token", "--scenario", "baseline", "--backend", "external", "--cluster", file,
 		"--proxy", "always", "--clients", "3", "--out", filepath.Join(dir, "out")}
-	cmd := exec.Command(bin, append(args, "--duration", "60s")...)
-	var killedErr bytes.Buffer
-	cmd.Stderr = &killedErr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(exttest.Proxies(t, tp, cluster.ProxyPrefix)) < 3 {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("the run made no proxies in 30s: %s", killedErr.String())
+	// midRun starts a long run and signals it once its proxies exist.
+	midRun := func(sig syscall.Signal) {
+		t.Helper()
+		cmd := exec.Command(bin, append(args, "--duration", "60s")...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		deadline := time.Now().Add(30 * time.Second)
+		for len(exttest.Proxies(t, tp, cluster.ProxyPrefix)) < 3 {
+			if time.Now().After(deadline) {
+				_ = cmd.Process.Kill()
+				t.Fatalf("the run made no proxies in 30s: %s", stderr.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(300 * time.Millisecond) // mid-run
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
 	}
-	time.Sleep(300 * time.Millisecond) // mid-run
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	// Ctrl-C: the run ends through its normal exit and removes its proxies.
+	midRun(syscall.SIGINT)
+	if left := exttest.Proxies(t, tp, cluster.ProxyPrefix); len(left) > 0 {
+		t.Errorf("after Ctrl-C the toxiproxy-server still has %v", left)
 	}
-	_ = cmd.Wait()
+	midRun(syscall.SIGKILL)
 	left := exttest.Proxies(t, tp, cluster.ProxyPrefix)
 	if len(left) != 3 {
 		t.Fatalf("after SIGKILL the toxiproxy-server has %v, want the run's 3 proxies", left)
