@@ -234,16 +234,21 @@ func WriteClusterFile(t testing.TB, dir string, nodes ...Node) string {
 // StartZooKeeper starts a one-member ZooKeeper with the local backend's helpers (a child process
 // that dies with the test) and returns its client address. To lockchaos under test it is just
 // an address in a cluster file.
-func StartZooKeeper(t testing.TB) string {
+func StartZooKeeper(t testing.TB) string { return startLocal(t, cluster.ZooKeeper) }
+
+// StartEtcd starts a one-member etcd as StartZooKeeper does and returns its client address.
+func StartEtcd(t testing.TB) string { return startLocal(t, cluster.Etcd) }
+
+func startLocal(t testing.TB, topology string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Spec{Topology: cluster.ZooKeeper, Nodes: 1, Dir: t.TempDir()})
+	c, err := cluster.Start(ctx, cluster.Spec{Topology: topology, Nodes: 1, Dir: t.TempDir()})
 	if errors.Is(err, cluster.ErrMissingBinary) {
 		need(t, err)
 	}
 	if err != nil {
-		t.Fatalf("start zookeeper: %v", err)
+		t.Fatalf("start %s: %v", topology, err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c.Nodes()[0].Addr

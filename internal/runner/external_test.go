@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
@@ -37,6 +38,15 @@ func TestExternalMatchesLocal(t *testing.T) {
 	zkFile := exttest.WriteClusterFile(t, t.TempDir(), exttest.Node{
 		Name: "zk-1", Kind: "zookeeper", Address: zkAddr, Toxiproxy: tp,
 	})
+	etcdAddr := exttest.StartEtcd(t)
+	etcdFile := exttest.WriteClusterFile(t, t.TempDir(), exttest.Node{
+		Name: "etcd-1", Kind: "etcd", Address: etcdAddr, Toxiproxy: tp,
+	})
+	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdAddr}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer etcd.Close()
 	// Someone else's data on the same servers: no run may touch it.
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
@@ -56,6 +66,7 @@ func TestExternalMatchesLocal(t *testing.T) {
 		{"restart", "token", redisFile},
 		{"clock-jump", "token", redisFile}, // the jump script runs over a client connection: it applies
 		{"partition", "zookeeper", zkFile},
+		{"partition", "etcd", etcdFile},
 	}
 	out := t.TempDir()
 	if dir := os.Getenv("LOCKCHAOS_REPORTS"); dir != "" {
@@ -112,6 +123,9 @@ func TestExternalMatchesLocal(t *testing.T) {
 				}
 				if left, err := rdb.PTTL(ctx, "someone-elses-key").Result(); tc.scenario != "restart" && (err != nil || left < time.Hour-time.Since(set)-250*time.Millisecond) {
 					t.Errorf("someone else's key's TTL after %v: %v (%v): the run shifted it", time.Since(set), left, err)
+				}
+				if kv, err := etcd.Get(ctx, "/lockchaos/", clientv3.WithPrefix(), clientv3.WithKeysOnly()); err != nil || len(kv.Kvs) > 0 {
+					t.Errorf("etcd keys of the run left under /lockchaos/: %v (%v)", kv, err)
 				}
 				res := rc.Result
 				t.Logf("attempt %d: %s (class %v), %d acquires", attempt, res.Verdict, deref(res.ViolationClass), res.AcquiresOk)
