@@ -19,8 +19,8 @@ type clockJump struct{}
 
 func init() { register(clockJump{}) }
 
-// jumpScript returns {shifted, expired}; ARGV[2] is the glob of the keys it may touch. SCAN inside a script is allowed since Redis 5 (effects
-// replication).
+// jumpScript returns {shifted, expired}; ARGV[2] is the glob of the keys it may touch. SCAN inside
+// a script is allowed since Redis 5 (effects replication).
 var jumpScript = redis.NewScript(`
 local jump = tonumber(ARGV[1])
 local cursor = "0"

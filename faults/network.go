@@ -8,7 +8,8 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 )
 
-// The network faults act on the embedded toxiproxy proxies in front of every link:
+// The network faults act on the toxiproxy proxies in front of every link (cluster.Link: embedded
+// in the harness, or on a toxiproxy-server next to an external node):
 //
 //	client c ──▶ proxy(c, node) ──▶ node        replica ──▶ proxy(replication) ──▶ master
 //
