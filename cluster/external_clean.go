@@ -26,6 +26,26 @@ const (
 	etcdRoot = "/lockchaos/"
 )
 
+// straggleGap is how long Close waits before it deletes the run's keys a second time: a command a
+// closed client wrote just before it closed (a waiter's SETNX) may still land after the first pass.
+const straggleGap = 250 * time.Millisecond
+
+// closeExternal is Close's part for the external backend: the run's proxies go first (which cuts
+// every proxied client connection and drops what the proxies still hold), then its keys, twice.
+// What fails is also said on Spec.Log, since callers often defer Close and drop its error.
+func (c *topo) closeExternal() error {
+	err := c.rp.removeAll()
+	if c.started {
+		err = errors.Join(err, c.removeRunData(context.Background(), c.be.runID()))
+		time.Sleep(straggleGap)
+		err = errors.Join(err, c.removeRunData(context.Background(), c.be.runID()))
+	}
+	if err != nil {
+		c.report(fmt.Sprintf("lockchaos: cleaning up the external cluster: %v\n", err))
+	}
+	return err
+}
+
 // removeRunData deletes the run's own keys and znodes from every node; errors are joined.
 func (c *topo) removeRunData(ctx context.Context, runID string) error {
 	prefix := ProxyPrefix + runID + "-"

@@ -198,10 +198,7 @@ func (c *topo) Close() error {
 		c.px.stopAll()
 		var rerr error
 		if c.rp != nil {
-			if c.started {
-				rerr = c.removeRunData(context.Background(), c.be.runID())
-			}
-			rerr = errors.Join(rerr, c.rp.removeAll())
+			rerr = c.closeExternal()
 		}
 		c.closeErr = errors.Join(rerr, c.be.close())
 	})

@@ -63,6 +63,7 @@ func TestExternalMatchesLocal(t *testing.T) {
 		{"baseline", "token", redisFile},
 		{"client-pause", "token", redisFile},
 		{"partition", "token", redisFile},
+		{"partition", "setnx", redisFile}, // its lock has no TTL: only the cleanup removes it
 		{"restart", "token", redisFile},
 		{"clock-jump", "token", redisFile}, // the jump script runs over a client connection: it applies
 		{"partition", "zookeeper", zkFile},
