@@ -246,3 +246,31 @@ func (l *remoteLink) SetEnabled(ctx context.Context, on bool) error {
 	})
 	return err
 }
+
+// ProxyCount is what a toxiproxy-server holds of lockchaos's: all its proxies, and those of runs
+// on this host whose process is gone (the next run removes them).
+type ProxyCount struct {
+	API        string
+	All, Stale int
+	Err        error
+}
+
+// CountProxies counts lockchaos's proxies on every toxiproxy API of f, for doctor.
+func CountProxies(ctx context.Context, f *ExternalFile) []ProxyCount {
+	var out []ProxyCount
+	for _, a := range f.apis() {
+		pc := ProxyCount{API: a}
+		ps, err := api(ctx, toxiclient.NewClient(a).Proxies)
+		pc.Err = err
+		for name := range ps {
+			if strings.HasPrefix(name, ProxyPrefix) {
+				pc.All++
+				if staleRun(name) {
+					pc.Stale++
+				}
+			}
+		}
+		out = append(out, pc)
+	}
+	return out
+}

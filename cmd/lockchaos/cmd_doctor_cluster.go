@@ -26,6 +26,12 @@ func doctorCluster(ctx context.Context, path string, stdout io.Writer) (int, err
 		}
 		fmt.Fprintf(stdout, "  ok          %-28s %s\n", p.What, p.Addr)
 	}
+	for _, pc := range cluster.CountProxies(ctx, f) {
+		if pc.Err == nil && pc.All > 0 {
+			fmt.Fprintf(stdout, "  note: toxiproxy %s holds %d lockchaos proxies (%d of killed runs on this host, which the next run removes; the others belong to live runs or other hosts)\n",
+				pc.API, pc.All, pc.Stale)
+		}
+	}
 	for _, n := range f.Nodes {
 		var missing []string
 		for _, ctl := range []cluster.Control{cluster.ControlLinks, cluster.ControlKill, cluster.ControlRestart, cluster.ControlPause} {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/internal/exttest"
 )
@@ -85,8 +87,14 @@ func TestDoctorCluster(t *testing.T) {
 	dead := fmt.Sprintf("127.0.0.1:%d", exttest.FreePort(t))
 	dir := t.TempDir()
 	good := exttest.WriteClusterFile(t, dir, exttest.Node{Name: "redis-1", Kind: "redis", Address: r.Addr, Toxiproxy: tp})
+	// A proxy a killed run of this host left (its pid cannot be alive).
+	stale := cluster.ProxyPrefix + strings.Split(cluster.NewRunID(), "-")[0] + "-99999999-abcdef-c1-redis-1"
+	if _, err := toxiclient.NewClient(tp).CreateProxy(stale, "127.0.0.1:0", r.Addr); err != nil {
+		t.Fatal(err)
+	}
 	code, out, errOut := lockchaos(t, "doctor", "--cluster", good)
-	if code != exitValid || !strings.Contains(out, "ok          node redis-1 (redis)") || !strings.Contains(out, "ok          toxiproxy") {
+	if code != exitValid || !strings.Contains(out, "ok          node redis-1 (redis)") || !strings.Contains(out, "ok          toxiproxy") ||
+		!strings.Contains(out, "holds 1 lockchaos proxies (1 of killed runs on this host") {
 		t.Errorf("doctor of a good file: exit %d\n%s%s", code, out, errOut)
 	}
 	bad := exttest.WriteClusterFile(t, t.TempDir(),
