@@ -37,6 +37,7 @@ func prepareExternal(ctx context.Context, spec Spec) (Spec, func(context.Context
 		spec.RunID = NewRunID()
 	}
 	cleanStale(ctx, f, spec.Log)
+	cleanStaleData(ctx, f, spec.Log)
 	return spec, func(context.Context) (backend, error) {
 		return &external{spec: spec, file: f, id: spec.RunID}, nil
 	}, nil

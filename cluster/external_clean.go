@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"path"
 	"strings"
@@ -53,15 +54,7 @@ func (c *topo) removeRunData(ctx context.Context, runID string) error {
 	defer cancel()
 	var errs []error
 	for _, n := range c.data {
-		var err error
-		switch n.Kind {
-		case KindRedis:
-			err = redisDeletePrefix(ctx, n.Addr, prefix)
-		case KindZooKeeper:
-			err = zkDeletePrefix(ctx, n.Addr, prefix)
-		case KindEtcd:
-			err = etcdDeletePrefix(ctx, n.Addr, etcdRoot+prefix)
-		}
+		_, err := deleteData(ctx, n.Kind, n.Addr, prefix, func(string) bool { return true })
 		if err != nil {
 			errs = append(errs, fmt.Errorf("remove the run's keys (%s*) from %s: %w", prefix, n.Name, err))
 		}
@@ -72,53 +65,94 @@ func (c *topo) removeRunData(ctx context.Context, runID string) error {
 	return errors.Join(errs...)
 }
 
-func redisDeletePrefix(ctx context.Context, addr, prefix string) error {
-	r := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 1, DialTimeout: time.Second})
-	defer r.Close()
-	var cursor uint64
-	for {
-		keys, next, err := r.Scan(ctx, cursor, prefix+"*", 1000).Result()
-		if err != nil {
-			return err
+// cleanStaleData removes the keys and znodes that runs on this host left when they were killed
+// (their process is gone, see staleRun), and says so on log.
+func cleanStaleData(ctx context.Context, f *ExternalFile, log io.Writer) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, n := range f.Nodes {
+		count, err := deleteData(ctx, n.Kind, n.Address, ProxyPrefix, staleRun)
+		if log != nil && err != nil {
+			fmt.Fprintf(log, "lockchaos: removing stale lockchaos keys from %s: %v\n", n.Name, err)
+		} else if log != nil && count > 0 {
+			fmt.Fprintf(log, "lockchaos: removed %d stale lockchaos keys of killed runs from %s\n", count, n.Name)
 		}
-		for _, k := range keys {
-			if !strings.HasPrefix(k, prefix) { // the pattern's glob characters are the run id's: none
-				continue
-			}
-			if err := r.Del(ctx, k).Err(); err != nil {
-				return err
-			}
-		}
-		if cursor = next; cursor == 0 {
-			return nil
+		if n.Kind != KindRedis {
+			return
 		}
 	}
 }
 
-func zkDeletePrefix(ctx context.Context, addr, prefix string) error {
+// deleteData deletes lock data from the server of kind at addr: the Redis keys, the children of
+// /lockchaos (ZooKeeper) and the names under /lockchaos/ (etcd) that start with prefix and that
+// match accepts. It returns how many it deleted.
+func deleteData(ctx context.Context, kind Kind, addr, prefix string, match func(name string) bool) (int, error) {
+	switch kind {
+	case KindRedis:
+		return redisDelete(ctx, addr, prefix, match)
+	case KindZooKeeper:
+		return zkDelete(ctx, addr, prefix, match)
+	case KindEtcd:
+		return etcdDelete(ctx, addr, prefix, match)
+	}
+	return 0, nil
+}
+
+func redisDelete(ctx context.Context, addr, prefix string, match func(string) bool) (int, error) {
+	r := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 1, DialTimeout: time.Second})
+	defer r.Close()
+	var cursor uint64
+	n := 0
+	for {
+		// The prefix has no glob characters (letters, digits and dashes), so MATCH is exact.
+		keys, next, err := r.Scan(ctx, cursor, prefix+"*", 1000).Result()
+		if err != nil {
+			return n, err
+		}
+		for _, k := range keys {
+			if !strings.HasPrefix(k, prefix) || !match(k) {
+				continue
+			}
+			if err := r.Del(ctx, k).Err(); err != nil {
+				return n, err
+			}
+			n++
+		}
+		if cursor = next; cursor == 0 {
+			return n, nil
+		}
+	}
+}
+
+func zkDelete(ctx context.Context, addr, prefix string, match func(string) bool) (int, error) {
 	dl, _ := ctx.Deadline()
 	conn, _, err := zk.Connect([]string{addr}, 5*time.Second, zk.WithLogInfo(false),
 		zk.WithDialer(func(network, a string, timeout time.Duration) (net.Conn, error) {
 			return (&net.Dialer{Deadline: dl}).DialContext(ctx, network, a)
 		}), zk.WithLogger(nopZKLogger{}))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer conn.Close()
 	children, _, err := conn.Children(zkRoot)
 	if errors.Is(err, zk.ErrNoNode) {
-		return nil
+		return 0, nil
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
+	n := 0
 	var errs []error
 	for _, ch := range children {
-		if strings.HasPrefix(ch, prefix) {
-			errs = append(errs, zkDeleteTree(conn, path.Join(zkRoot, ch)))
+		if strings.HasPrefix(ch, prefix) && match(ch) {
+			if err := zkDeleteTree(conn, path.Join(zkRoot, ch)); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			n++
 		}
 	}
-	return errors.Join(errs...)
+	return n, errors.Join(errs...)
 }
 
 // zkDeleteTree deletes p and everything under it (the ephemeral children are gone once the
@@ -146,12 +180,26 @@ type nopZKLogger struct{}
 
 func (nopZKLogger) Printf(string, ...any) {}
 
-func etcdDeletePrefix(ctx context.Context, addr, prefix string) error {
+func etcdDelete(ctx context.Context, addr, prefix string, match func(string) bool) (int, error) {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{addr}, DialTimeout: 2 * time.Second})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer cli.Close()
-	_, err = cli.Delete(ctx, prefix, clientv3.WithPrefix())
-	return err
+	resp, err := cli.Get(ctx, etcdRoot+prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, kv := range resp.Kvs {
+		name, _, _ := strings.Cut(strings.TrimPrefix(string(kv.Key), etcdRoot), "/")
+		if !match(name) {
+			continue
+		}
+		if _, err := cli.Delete(ctx, string(kv.Key)); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }

@@ -58,8 +58,18 @@ func TestExternalRedis(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var log syncBuf
+	// So does a lock key (no TTL, setnx's) of that killed run; the other host's stays.
 	ctx := context.Background()
+	direct := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer direct.Close()
+	staleKey := strings.TrimSuffix(stale, "c1-redis-1") + "lock"
+	otherHostKey := cluster.ProxyPrefix + "0badc0de-1-abcdef-lock"
+	for _, k := range []string{staleKey, otherHostKey} {
+		if err := direct.Set(ctx, k, "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var log syncBuf
 	spec := cluster.Spec{Topology: cluster.RedisSingle, Backend: cluster.External, External: f, Clients: 2, Proxies: true, Log: &log,
 		RunID: cluster.NewRunID()}
 	c, err := cluster.Start(ctx, spec)
@@ -74,6 +84,15 @@ func TestExternalRedis(t *testing.T) {
 	}()
 	if !strings.Contains(log.String(), "removed 1 stale lockchaos proxies of killed runs from toxiproxy "+tp) {
 		t.Errorf("log does not say the stale proxy was removed: %q", log.String())
+	}
+	if !strings.Contains(log.String(), "removed 1 stale lockchaos keys of killed runs from redis-1") {
+		t.Errorf("log does not say the stale key was removed: %q", log.String())
+	}
+	if n, err := direct.Exists(ctx, staleKey, otherHostKey).Result(); err != nil || n != 1 {
+		t.Errorf("%d of the stale key and the other host's key exist (%v), want only the other host's", n, err)
+	}
+	if err := direct.Del(ctx, otherHostKey).Err(); err != nil {
+		t.Fatal(err)
 	}
 	if got := exttest.Proxies(t, tp, stale); len(got) != 0 {
 		t.Errorf("stale proxy still there: %v", got)
@@ -183,8 +202,6 @@ func TestExternalRedis(t *testing.T) {
 	if got := exttest.Proxies(t, tp, cluster.ProxyPrefix); len(got) != 1 {
 		t.Errorf("after Close the toxiproxy-server still has %v, want only the other host's proxy", got)
 	}
-	direct := redis.NewClient(&redis.Options{Addr: r.Addr})
-	defer direct.Close()
 	if err := direct.Ping(ctx).Err(); err != nil {
 		t.Errorf("Close must leave someone else's server running: %v", err)
 	}
