@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -14,10 +16,16 @@ type external struct {
 	spec Spec
 	file *ExternalFile
 	id   string
+
+	mu sync.Mutex
+	// left says which nodes the run's last command on them left killed or paused, so that
+	// Close can bring them back: the servers are someone else's.
+	left map[string]string
 }
 
 // prepareExternal is Start's part for the external backend: the file, every node and toxiproxy
-// API reachable, and the proxies killed runs left removed. Nothing is created before it returns.
+// API reachable, and what killed runs of this host left (proxies, keys) removed. Nothing of this
+// run is created before it returns.
 func prepareExternal(ctx context.Context, spec Spec) (Spec, func(context.Context) (backend, error), error) {
 	f := spec.External
 	if f == nil {
@@ -39,7 +47,7 @@ func prepareExternal(ctx context.Context, spec Spec) (Spec, func(context.Context
 	cleanStale(ctx, f, spec.Log)
 	cleanStaleData(ctx, f, spec.Log)
 	return spec, func(context.Context) (backend, error) {
-		return &external{spec: spec, file: f, id: spec.RunID}, nil
+		return &external{spec: spec, file: f, id: spec.RunID, left: map[string]string{}}, nil
 	}, nil
 }
 
@@ -98,4 +106,38 @@ func pinger(kind Kind, addr string) func(ctx context.Context) error {
 		return func(ctx context.Context) error { return etcdHealthy(ctx, addr) }
 	}
 	return func(ctx context.Context) error { return redisPing(ctx, addr) }
+}
+
+// noteLeft records the state a command left node in: "kill" and "pause" need undoing at Close,
+// "restart" and "resume" undid it.
+func (b *external) noteLeft(node, ctl string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch ctl {
+	case "kill", "pause":
+		b.left[node] = ctl
+	default:
+		delete(b.left, node)
+	}
+}
+
+// restore brings back what the run left killed (with the restart command) or paused (resume).
+// A node killed with no restart command stays down, and the error says so.
+func (b *external) restore(ctx context.Context) error {
+	b.mu.Lock()
+	left := b.left
+	b.left = map[string]string{}
+	b.mu.Unlock()
+	var errs []error
+	for node, state := range left {
+		undo := map[string]string{"kill": "restart", "pause": "resume"}[state]
+		if n, _ := b.file.Node(node); n.command(undo) == "" {
+			errs = append(errs, fmt.Errorf("node %s was killed by the run and is still down (add restart: to cluster file %s to have lockchaos bring it back)", node, b.file.Path))
+			continue
+		}
+		if err := b.runCommand(ctx, node, undo); err != nil {
+			errs = append(errs, fmt.Errorf("bring back %s: %w", node, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -31,11 +31,13 @@ const (
 // closed client wrote just before it closed (a waiter's SETNX) may still land after the first pass.
 const straggleGap = 250 * time.Millisecond
 
-// closeExternal is Close's part for the external backend: the run's proxies go first (which cuts
-// every proxied client connection and drops what the proxies still hold), then its keys, twice.
+// closeExternal is Close's part for the external backend: the nodes the run left killed or paused
+// are brought back; the run's proxies go (which cuts every proxied client connection and drops
+// what the proxies still hold), then its keys, twice.
 // What fails is also said on Spec.Log, since callers often defer Close and drop its error.
 func (c *topo) closeExternal() error {
-	err := c.rp.removeAll()
+	err := c.be.(*external).restore(context.Background())
+	err = errors.Join(err, c.rp.removeAll())
 	if c.started {
 		err = errors.Join(err, c.removeRunData(context.Background(), c.be.runID()))
 		time.Sleep(straggleGap)

@@ -253,3 +253,50 @@ func TestExternalUnreachable(t *testing.T) {
 		}
 	}
 }
+
+// TestExternalCloseBringsBack: a node the run killed (or paused) is someone else's server: Close
+// restarts (resumes) it, or says it is still down when the file has no restart command.
+func TestExternalCloseBringsBack(t *testing.T) {
+	ctx := context.Background()
+	for _, withRestart := range []bool{true, false} {
+		r := exttest.StartRedis(t)
+		n := exttest.Node{Name: "redis-1", Kind: "redis", Address: r.Addr, Kill: r.Kill}
+		if withRestart {
+			n.Restart = r.Restart
+		}
+		f, err := cluster.LoadExternal(exttest.WriteClusterFile(t, t.TempDir(), n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := cluster.Start(ctx, cluster.Spec{Topology: cluster.RedisSingle, Backend: cluster.External, External: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Kill(ctx, "redis-1"); err != nil {
+			t.Fatal(err)
+		}
+		direct := redis.NewClient(&redis.Options{Addr: r.Addr, MaxRetries: -1})
+		if err := direct.Ping(ctx).Err(); err == nil {
+			t.Fatalf("PING answered after the kill command")
+		}
+		err = c.Close()
+		if !withRestart {
+			if err == nil || !strings.Contains(err.Error(), "node redis-1 was killed by the run and is still down (add restart:") {
+				t.Errorf("Close without a restart command: %v, want it to say the node is down", err)
+			}
+			direct.Close()
+			continue
+		}
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for direct.Ping(ctx).Err() != nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("the killed node is not back 10s after Close")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		direct.Close()
+	}
+}

@@ -130,6 +130,7 @@ func (c *topo) control(ctx context.Context, b *external, name, ctl string) error
 	if err := b.runCommand(ctx, name, ctl); err != nil {
 		return err
 	}
+	b.noteLeft(name, ctl)
 	if ctl != "restart" {
 		return nil
 	}
