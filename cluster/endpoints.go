@@ -16,7 +16,7 @@ func (c *topo) buildEndpoints(ctx context.Context) error {
 	mk := func(cl int) (Endpoints, error) {
 		e := Endpoints{}
 		if c.spec.Topology == RedisSentinel {
-			e.MasterName = sentinelMasterName
+			e.MasterName = c.masterName()
 		}
 		route := map[string]string{}
 		for _, n := range all {

@@ -91,7 +91,7 @@ func (c *topo) startExternal(ctx context.Context) error {
 		n.ready = pinger(fn.Kind, fn.Address)
 		c.add(n)
 	}
-	if err := c.launchAll(ctx, c.data); err != nil {
+	if err := c.launchAll(ctx, append(append([]*node{}, c.data...), c.sents...)); err != nil {
 		return fmt.Errorf("%w: %w (is every node the kind the cluster file %s says?)", ErrBadSpec, err, c.spec.External.Path)
 	}
 	return nil

@@ -103,6 +103,10 @@ func deleteData(ctx context.Context, kind Kind, addr, prefix string, match func(
 func redisDelete(ctx context.Context, addr, prefix string, match func(string) bool) (int, error) {
 	r := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 1, DialTimeout: time.Second})
 	defer r.Close()
+	// A replica holds what its master holds and refuses DEL: the master's delete reaches it.
+	if role, err := r.Do(ctx, "ROLE").Slice(); err == nil && len(role) > 0 && role[0] != "master" {
+		return 0, nil
+	}
 	var cursor uint64
 	n := 0
 	for {

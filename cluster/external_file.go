@@ -20,9 +20,10 @@ const DefaultCommandTimeout = 60 * time.Second
 // how lockchaos may fault them. See docs/external.md.
 //
 //	command_timeout: 30s            # optional, bounds each command (default 60s)
+//	master_name: mymaster           # redis-sentinel: the name the sentinels know the master by
 //	nodes:
 //	  - name: redis-1
-//	    kind: redis                 # redis, zookeeper or etcd
+//	    kind: redis                 # redis, sentinel, zookeeper or etcd
 //	    address: 10.0.0.5:6379      # where the server listens
 //	    toxiproxy: 10.0.0.5:8474    # toxiproxy-server API next to it: network faults
 //	    kill: ssh db1 sudo systemctl kill -s KILL redis-server      # optional, run with sh -c
@@ -33,8 +34,11 @@ type ExternalFile struct {
 	// Path is where the file was read from.
 	Path string `yaml:"-"`
 	// CommandTimeout bounds each command (default DefaultCommandTimeout).
-	CommandTimeout string         `yaml:"command_timeout,omitempty"`
-	Nodes          []ExternalNode `yaml:"nodes"`
+	CommandTimeout string `yaml:"command_timeout,omitempty"`
+	// MasterName is the name the sentinels monitor the master under (redis-sentinel; default
+	// mymaster, as in Redis's sentinel.conf).
+	MasterName string         `yaml:"master_name,omitempty"`
+	Nodes      []ExternalNode `yaml:"nodes"`
 
 	timeout time.Duration
 	lines   []int // each node's line in the file
@@ -136,6 +140,9 @@ func (f *ExternalFile) check() error {
 	if len(f.Nodes) == 0 {
 		return errors.New("no nodes (want `nodes:` with a list of servers, each with name, kind and address)")
 	}
+	if f.MasterName == "" {
+		f.MasterName = "mymaster"
+	}
 	seen := map[string]bool{}
 	for i, n := range f.Nodes {
 		w := f.where(i)
@@ -149,11 +156,9 @@ func (f *ExternalFile) check() error {
 		}
 		seen[n.Name] = true
 		switch n.Kind {
-		case KindRedis, KindZooKeeper, KindEtcd:
-		case KindSentinel:
-			return fmt.Errorf("%s: kind sentinel is not supported on the external backend yet (list the redis masters as kind redis)", w)
+		case KindRedis, KindSentinel, KindZooKeeper, KindEtcd:
 		default:
-			return fmt.Errorf("%s: unknown kind %q (use redis, zookeeper or etcd)", w, n.Kind)
+			return fmt.Errorf("%s: unknown kind %q (use redis, sentinel, zookeeper or etcd)", w, n.Kind)
 		}
 		if err := checkHostPort(n.Address); err != nil {
 			return fmt.Errorf("%s: address %q: %v (write host:port, e.g. 10.0.0.5:6379)", w, n.Address, err)
@@ -186,14 +191,22 @@ func checkHostPort(s string) error {
 }
 
 // Topology infers the topology from the nodes' kinds: one redis node is redis-single, several are
-// redis-multi (independent masters, Redlock); ZooKeeper and etcd need an odd number of members.
+// redis-multi (independent masters, Redlock), redis nodes with sentinels are redis-sentinel (the
+// master and its replicas, found through the sentinels); ZooKeeper and etcd need an odd number of
+// members.
 func (f *ExternalFile) Topology() (string, error) {
 	count := map[Kind]int{}
 	for _, n := range f.Nodes {
 		count[n.Kind]++
 	}
+	if count[KindSentinel] > 0 && count[KindRedis] > 0 && len(count) == 2 {
+		return RedisSentinel, nil
+	}
+	if count[KindSentinel] > 0 && len(count) == 1 {
+		return "", errors.New("only sentinels (list the master and its replicas too, as kind redis)")
+	}
 	if len(count) > 1 {
-		return "", fmt.Errorf("the nodes mix kinds %v (one cluster file holds one cluster: redis masters, or ZooKeeper members, or etcd members)", kindList(count))
+		return "", fmt.Errorf("the nodes mix kinds %v (one cluster file holds one cluster: redis masters, redis with sentinels, ZooKeeper members or etcd members)", kindList(count))
 	}
 	n := len(f.Nodes)
 	switch f.Nodes[0].Kind {

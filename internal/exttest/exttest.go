@@ -234,16 +234,23 @@ func WriteClusterFile(t testing.TB, dir string, nodes ...Node) string {
 // StartZooKeeper starts a one-member ZooKeeper with the local backend's helpers (a child process
 // that dies with the test) and returns its client address. To lockchaos under test it is just
 // an address in a cluster file.
-func StartZooKeeper(t testing.TB) string { return startLocal(t, cluster.ZooKeeper) }
+func StartZooKeeper(t testing.TB) string { return StartLocal(t, cluster.ZooKeeper)[0].Addr }
 
 // StartEtcd starts a one-member etcd as StartZooKeeper does and returns its client address.
-func StartEtcd(t testing.TB) string { return startLocal(t, cluster.Etcd) }
+func StartEtcd(t testing.TB) string { return StartLocal(t, cluster.Etcd)[0].Addr }
 
-func startLocal(t testing.TB, topology string) string {
+// StartLocal starts a topology (one member where it has members) with the local backend and
+// returns its nodes: a master, a replica and three sentinels for redis-sentinel, whose sentinels
+// know the master as "lockchaos".
+func StartLocal(t testing.TB, topology string) []cluster.Node {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Spec{Topology: topology, Nodes: 1, Dir: t.TempDir()})
+	nodes := 1
+	if topology == cluster.RedisSentinel {
+		nodes = 0
+	}
+	c, err := cluster.Start(ctx, cluster.Spec{Topology: topology, Nodes: nodes, Dir: t.TempDir()})
 	if errors.Is(err, cluster.ErrMissingBinary) {
 		need(t, err)
 	}
@@ -251,5 +258,5 @@ func startLocal(t testing.TB, topology string) string {
 		t.Fatalf("start %s: %v", topology, err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return c.Nodes()[0].Addr
+	return c.Nodes()
 }

@@ -149,3 +149,67 @@ func deref[T any](p *T) any {
 	}
 	return *p
 }
+
+// TestExternalSentinel: a master, its replica and three sentinels as someone else's cluster (the
+// local backend's, named in a cluster file): clients find the master through the sentinels over
+// their own proxies, and token × {partition, client-pause} give the catalogue's verdicts.
+func TestExternalSentinel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs cells against real servers")
+	}
+	tp := exttest.Toxiproxy(t)
+	var nodes []exttest.Node
+	for _, n := range exttest.StartLocal(t, cluster.RedisSentinel) {
+		nodes = append(nodes, exttest.Node{Name: n.Name, Kind: string(n.Kind), Address: n.Addr, Toxiproxy: tp})
+	}
+	dir := t.TempDir()
+	file := exttest.WriteClusterFile(t, dir, nodes...)
+	// The local backend's sentinels know the master as "lockchaos".
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, append([]byte("master_name: lockchaos\n"), b...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	for _, scen := range []string{"partition", "client-pause"} {
+		t.Run(scen, func(t *testing.T) {
+			s, err := scenarios.Lookup(scen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cell, err := s.Cell("token")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var last string
+			for attempt := 1; attempt <= 2; attempt++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				rc, _, err := runner.RunCell(ctx, cell, runner.Options{Out: out, Seed: int64(attempt),
+					Backend: cluster.External, ClusterFile: file}, attempt)
+				cancel()
+				if err != nil {
+					t.Fatalf("run: %v", err)
+				}
+				if left := exttest.Proxies(t, tp, cluster.ProxyPrefix); len(left) > 0 {
+					t.Errorf("proxies left: %v", left)
+				}
+				h, err := history.ReadFile(filepath.Join(out, rc.Dir, "history.jsonl"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h.Meta.Topology != cluster.RedisSentinel {
+					t.Errorf("ran on %s, want %s", h.Meta.Topology, cluster.RedisSentinel)
+				}
+				res := rc.Result
+				t.Logf("attempt %d: %s (class %v), %d acquires", attempt, res.Verdict, deref(res.ViolationClass), res.AcquiresOk)
+				if res.Matches != nil && *res.Matches {
+					return
+				}
+				last = string(res.Verdict) + ", expected " + cell.Expected
+			}
+			t.Errorf("token × %s on an external redis-sentinel: %s", scen, last)
+		})
+	}
+}
