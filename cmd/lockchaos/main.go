@@ -43,9 +43,9 @@ usage:
   lockchaos serve DIR [--addr 127.0.0.1:8080]          serve reports on loopback
 
 common flags: --duration 2s --clients 5 --ttl 500ms --seed N --backend local --out reports --quiet --json
+exit codes: 0 valid/as expected, 1 invalid/not as expected, 2 unknown, 254 bad usage, 255 harness error
 external servers: --backend external --cluster FILE (YAML: nodes with name, kind, address, toxiproxy,
               kill/restart/pause/resume commands; see docs/external.md)
-exit codes: 0 valid/as expected, 1 invalid/not as expected, 2 unknown, 254 bad usage, 255 harness error
 `
 
 func main() {
