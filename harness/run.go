@@ -211,6 +211,7 @@ func (e *env) TTL() time.Duration       { return e.cfg.TTL }
 // KeyPattern is the glob of the run's own keys for faults that walk a server's keys (clock-jump):
 // on the external backend only the run's prefix, never someone else's keys.
 func (e *env) KeyPattern() string { return e.cfg.lockPrefix + "*" }
+
 func (e *env) SetClock(c int, offset time.Duration, rate float64) {
 	if c >= 1 && c < len(e.clocks) {
 		e.clocks[c].set(offset, rate)
