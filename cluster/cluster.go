@@ -57,8 +57,12 @@ type Spec struct {
 	Dir string
 	// Log receives server output worth keeping (may be nil).
 	Log io.Writer
-	// ExternalAddrs are the data nodes' addresses for the external backend.
-	ExternalAddrs []string
+	// External is the cluster file of the external backend (LoadExternal); its nodes decide the
+	// topology, which must be Topology.
+	External *ExternalFile
+	// RunID names the external backend's proxies (default NewRunID()); the harness also puts it
+	// in the lock's name, so that a run touches only its own keys.
+	RunID string
 	// ZKTickTime is ZooKeeper's tickTime (default 200ms).
 	ZKTickTime time.Duration
 	// RedisImage and ZooKeeperImage are the docker backend's images (default redis:7 and
@@ -95,10 +99,16 @@ type Cluster interface {
 	Nodes() []Node
 	// Endpoints returns client c's way in (c from 1 to Spec.Clients).
 	Endpoints(c int) Endpoints
-	// Link returns the proxy between client c and the named node; an error when proxies are off.
+	// Link returns the proxy between client c and the named node; an error when proxies are off
+	// or on the external backend, whose proxies are on remote toxiproxy-servers (use FaultLink).
 	Link(c int, node string) (*toxiproxy.Proxy, error)
 	// ReplicationLink returns the proxy the replica uses to reach the master (redis-sentinel).
 	ReplicationLink() (*toxiproxy.Proxy, error)
+	// FaultLink returns the link between client c and the named node as network faults act on
+	// it, on every backend.
+	FaultLink(c int, node string) (Link, error)
+	// FaultReplicationLink is ReplicationLink as network faults act on it.
+	FaultReplicationLink() (Link, error)
 	// Kill stops a node with SIGKILL (docker: kill the container).
 	Kill(ctx context.Context, node string) error
 	// Restart starts a killed node again on the same address, empty (no persistence). If the

@@ -6,8 +6,12 @@ import (
 )
 
 // Kill stops the node with SIGKILL and waits until it is gone (docker: kills the container, which
-// stays, so its logs can be read, until Restart replaces it or Close removes it).
+// stays, so its logs can be read, until Restart replaces it or Close removes it; external: runs
+// the node's kill command).
 func (c *topo) Kill(ctx context.Context, name string) error {
+	if b, ok := c.be.(*external); ok {
+		return c.control(ctx, b, name, "kill")
+	}
 	n, err := c.node(name)
 	if err != nil {
 		return err
@@ -21,8 +25,11 @@ func (c *topo) Kill(ctx context.Context, name string) error {
 // it becomes; docker: a fresh container). A sentinel keeps its state, and a ZooKeeper member its
 // data dir (docker: the same container started again): a ZooKeeper restart is a process restart,
 // since an empty member rejoining would be a different fault (lost disk) that ZooKeeper does not
-// claim to survive.
+// claim to survive. External: runs the node's restart command, then waits until it answers.
 func (c *topo) Restart(ctx context.Context, name string) error {
+	if b, ok := c.be.(*external); ok {
+		return c.control(ctx, b, name, "restart")
+	}
 	n, err := c.node(name)
 	if err != nil {
 		return err
@@ -31,8 +38,11 @@ func (c *topo) Restart(ctx context.Context, name string) error {
 }
 
 // Pause stops the node's process group with SIGSTOP (docker pause: every process in the
-// container stops).
+// container stops; external: the node's pause command).
 func (c *topo) Pause(ctx context.Context, name string) error {
+	if b, ok := c.be.(*external); ok {
+		return c.control(ctx, b, name, "pause")
+	}
 	n, err := c.node(name)
 	if err != nil {
 		return err
@@ -40,8 +50,11 @@ func (c *topo) Pause(ctx context.Context, name string) error {
 	return n.pause(true)
 }
 
-// Resume continues a paused node (SIGCONT; docker unpause).
+// Resume continues a paused node (SIGCONT; docker unpause; external: the resume command).
 func (c *topo) Resume(ctx context.Context, name string) error {
+	if b, ok := c.be.(*external); ok {
+		return c.control(ctx, b, name, "resume")
+	}
 	n, err := c.node(name)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
@@ -10,19 +11,19 @@ import (
 // maps a node's address as other nodes know it (what Sentinel reports) to the client's way in;
 // the direct endpoints have a Dial only when that address differs from the harness's (docker:
 // the harness cannot use a container's address on the run network).
-func (c *topo) buildEndpoints() error {
+func (c *topo) buildEndpoints(ctx context.Context) error {
 	all := append(append([]*node{}, c.data...), c.sents...)
 	mk := func(cl int) (Endpoints, error) {
 		e := Endpoints{}
 		if c.spec.Topology == RedisSentinel {
-			e.MasterName = sentinelMasterName
+			e.MasterName = c.masterName()
 		}
 		route := map[string]string{}
 		for _, n := range all {
 			addr := n.Addr
 			if cl > 0 {
 				var err error
-				if addr, err = c.px.add(linkKey{cl, n.Name}, n.Addr); err != nil {
+				if addr, err = c.addLink(ctx, linkKey{cl, n.Name}, n); err != nil {
 					return e, err
 				}
 			}
@@ -57,6 +58,15 @@ func (c *topo) buildEndpoints() error {
 	return nil
 }
 
+// addLink starts client k.client's proxy for node n: embedded, or on the node's toxiproxy-server
+// for the external backend.
+func (c *topo) addLink(ctx context.Context, k linkKey, n *node) (string, error) {
+	if c.rp != nil {
+		return c.rp.add(ctx, k, n)
+	}
+	return c.px.add(k, n.Addr)
+}
+
 // Topology returns the spec's topology.
 func (c *topo) Topology() string { return c.spec.Topology }
 
@@ -89,6 +99,9 @@ func (c *topo) Endpoints(cl int) Endpoints {
 func (c *topo) Link(cl int, node string) (*toxiproxy.Proxy, error) {
 	if !c.spec.Proxies {
 		return nil, ErrProxiesOff
+	}
+	if c.rp != nil {
+		return nil, fmt.Errorf("the external backend's proxies are on remote toxiproxy-servers (use FaultLink)")
 	}
 	if _, err := c.node(node); err != nil {
 		return nil, err

@@ -118,13 +118,18 @@ func sentinelReady(ctx context.Context, addr string, restarted bool) error {
 }
 
 func sentinelMasterAddr(ctx context.Context, addr string) (string, error) {
-	v, err := redisDo(ctx, addr, time.Second, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", sentinelMasterName)
+	return sentinelMasterAddrOf(ctx, addr, sentinelMasterName)
+}
+
+// sentinelMasterAddrOf asks the sentinel at addr where the master called name is.
+func sentinelMasterAddrOf(ctx context.Context, addr, name string) (string, error) {
+	v, err := redisDo(ctx, addr, time.Second, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", name)
 	if err != nil {
 		return "", err
 	}
 	a, _ := v.([]string)
 	if len(a) != 2 {
-		return "", fmt.Errorf("sentinel does not know master %s yet", sentinelMasterName)
+		return "", fmt.Errorf("sentinel does not know master %s yet", name)
 	}
 	return a[0] + ":" + a[1], nil
 }
@@ -143,7 +148,7 @@ func sentinelCount(ctx context.Context, addr, what string) (int, error) {
 func (c *topo) sentinelMaster(ctx context.Context) (string, error) {
 	var errs []string
 	for _, s := range c.sents {
-		addr, err := sentinelMasterAddr(ctx, s.Addr)
+		addr, err := sentinelMasterAddrOf(ctx, s.Addr, c.masterName())
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", s.Name, err))
 			continue
@@ -156,4 +161,13 @@ func (c *topo) sentinelMaster(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("%s says the master is %s, which is none of %v", s.Name, addr, c.names())
 	}
 	return "", fmt.Errorf("no sentinel answered: %s", strings.Join(errs, "; "))
+}
+
+// masterName is the name the sentinels know the master by: the cluster file's on the external
+// backend, else the one lockchaos configures.
+func (c *topo) masterName() string {
+	if c.spec.External != nil {
+		return c.spec.External.MasterName
+	}
+	return sentinelMasterName
 }

@@ -29,8 +29,13 @@ func Start(ctx context.Context, spec Spec) (Cluster, error) {
 			return nil, err
 		}
 		where = " on docker"
+	case External:
+		if spec, open, err = prepareExternal(ctx, spec); err != nil {
+			return nil, err
+		}
+		where = " on external"
 	default:
-		return nil, fmt.Errorf("%w: backend %q is not implemented yet (use --backend local)", ErrBadSpec, spec.Backend)
+		return nil, fmt.Errorf("%w: backend %q is unknown (use local, docker or external)", ErrBadSpec, spec.Backend)
 	}
 	for attempt := 1; ; attempt++ {
 		c, err := startTopo(ctx, spec, open)
@@ -53,7 +58,11 @@ type topo struct {
 	sents  []*node // redis-sentinel only
 	byName map[string]*node
 	px     *proxies
-	eps    []Endpoints // eps[c] for client c; eps[0] holds the direct addresses
+	rp     *remoteProxies // external backend: the proxies on the file's toxiproxy-servers
+	// started is set once every node answered: only then may Close remove an external run's
+	// keys (a failed start wrote none, and its nodes may not even be reachable).
+	started bool
+	eps     []Endpoints // eps[c] for client c; eps[0] holds the direct addresses
 	// replMaster names the node the replica replicates from (redis-sentinel).
 	replMaster string
 
@@ -74,7 +83,28 @@ func startTopo(ctx context.Context, spec Spec, open func(context.Context) (backe
 			c.Close()
 		}
 	}()
-	switch spec.Topology {
+	if b, ok := be.(*external); ok {
+		c.rp = newRemoteProxies(b.file, b.id)
+	}
+	switch {
+	case c.rp != nil:
+		err = c.startExternal(ctx)
+	default:
+		err = c.startSeed(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.started = true
+	if err := c.buildEndpoints(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// startSeed starts the servers of the local and docker backends.
+func (c *topo) startSeed(ctx context.Context) (err error) {
+	switch c.spec.Topology {
 	case RedisSingle, RedisMulti:
 		err = c.startRedisMasters(ctx)
 	case RedisSentinel:
@@ -84,13 +114,7 @@ func startTopo(ctx context.Context, spec Spec, open func(context.Context) (backe
 	default:
 		err = c.startExtra(ctx)
 	}
-	if err != nil {
-		return nil, err
-	}
-	if err := c.buildEndpoints(); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return err
 }
 
 // newNode makes a node of the backend on ports (from portsFor).
@@ -156,8 +180,9 @@ func (c *topo) launchAll(ctx context.Context, ns []*node) error {
 }
 
 // Close stops every server (local: SIGKILL to each process group; docker: removes every
-// container of the run, found by its label, so also one whose start failed half way), stops the
-// proxies and removes the run directory or network. It is idempotent and safe after a failed
+// container of the run, found by its label, so also one whose start failed half way; external:
+// none, they are someone else's), stops the proxies (external: deletes them, with their toxics,
+// from the toxiproxy-servers) and removes the run directory or network. It is idempotent and safe after a failed
 // start.
 func (c *topo) Close() error {
 	c.closeOnce.Do(func() {
@@ -171,7 +196,11 @@ func (c *topo) Close() error {
 		}
 		wg.Wait()
 		c.px.stopAll()
-		c.closeErr = c.be.close()
+		var rerr error
+		if c.rp != nil {
+			rerr = c.closeExternal()
+		}
+		c.closeErr = errors.Join(rerr, c.be.close())
 	})
 	return c.closeErr
 }

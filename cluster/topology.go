@@ -36,7 +36,7 @@ func normalizeExtra(s Spec) (Spec, error) {
 	if !ok {
 		return s, nil
 	}
-	if s.Backend != "" && s.Backend != Local {
+	if s.Backend != "" && s.Backend != Local && s.Backend != External {
 		return s, fmt.Errorf("%w: topology %s runs on the local backend only (use --backend local)", ErrBadSpec, s.Topology)
 	}
 	n, err := t.nodes(s.Nodes)

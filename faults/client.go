@@ -56,7 +56,7 @@ func (clientCrash) Inject(ctx context.Context, env Env, t Target) (Heal, error) 
 
 func silence(ctx context.Context, env Env, t Target) (Heal, error) {
 	t.Nodes = nil // every link of the client
-	heal, err := addToxic(ctx, env, t, "timeout", `{"timeout":0}`, "both")
+	heal, err := addToxic(ctx, env, t, "timeout", blackHole, "both")
 	if err != nil {
 		return nil, fmt.Errorf("silence the client's links: %w", err)
 	}
@@ -109,6 +109,6 @@ func (slowRelease) validate(s Spec) error {
 // Inject delays every reply to the releasing client by Amount, from the point on.
 func (slowRelease) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
 	t.Nodes = nil
-	attrs := fmt.Sprintf(`{"latency":%d,"jitter":0}`, t.Amount.D().Milliseconds())
+	attrs := map[string]any{"latency": t.Amount.D().Milliseconds(), "jitter": 0}
 	return addToxic(ctx, env, t, "latency", attrs, "upstream")
 }

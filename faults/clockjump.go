@@ -19,14 +19,14 @@ type clockJump struct{}
 
 func init() { register(clockJump{}) }
 
-// jumpScript returns {shifted, expired}. SCAN inside a script is allowed since Redis 5 (effects
-// replication).
+// jumpScript returns {shifted, expired}; ARGV[2] is the glob of the keys it may touch. SCAN inside
+// a script is allowed since Redis 5 (effects replication).
 var jumpScript = redis.NewScript(`
 local jump = tonumber(ARGV[1])
 local cursor = "0"
 local shifted, expired = 0, 0
 repeat
-  local r = redis.call("SCAN", cursor, "COUNT", 1000)
+  local r = redis.call("SCAN", cursor, "MATCH", ARGV[2], "COUNT", 1000)
   cursor = r[1]
   for _, k in ipairs(r[2]) do
     local t = redis.call("PTTL", k)
@@ -62,7 +62,7 @@ func (clockJump) validate(s Spec) error {
 func (clockJump) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
 	var errs []error
 	for _, name := range t.Nodes {
-		_, _, err := JumpClock(ctx, nodeAddr(env, name), t.Amount.D())
+		_, _, err := JumpClockMatch(ctx, nodeAddr(env, name), t.Amount.D(), keyPattern(env))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("clock-jump %s: %w", name, err))
 		}
@@ -73,14 +73,29 @@ func (clockJump) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
 // JumpClock applies an emulated clock jump of j to the Redis server at addr and returns how many
 // keys had their TTL shifted and how many expired.
 func JumpClock(ctx context.Context, addr string, j time.Duration) (shifted, expired int64, err error) {
+	return JumpClockMatch(ctx, addr, j, "*")
+}
+
+// JumpClockMatch is JumpClock limited to the keys matching the glob pattern: on a server someone
+// else uses, the run's own keys.
+func JumpClockMatch(ctx context.Context, addr string, j time.Duration, pattern string) (shifted, expired int64, err error) {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second,
 		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
 	defer c.Close()
-	v, err := jumpScript.Run(ctx, c, nil, j.Milliseconds()).Int64Slice()
+	v, err := jumpScript.Run(ctx, c, nil, j.Milliseconds(), pattern).Int64Slice()
 	if err != nil {
 		return 0, 0, err
 	}
 	return v[0], v[1], nil
+}
+
+// keyPattern is the glob of the keys a run may touch: the Env's KeyPattern when it has one (the
+// harness gives the run's prefix on the external backend), else every key.
+func keyPattern(env Env) string {
+	if k, ok := env.(interface{ KeyPattern() string }); ok && k.KeyPattern() != "" {
+		return k.KeyPattern()
+	}
+	return "*"
 }
 
 func nodeAddr(env Env, name string) string {

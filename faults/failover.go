@@ -25,7 +25,7 @@ func (failover) Describe(Target) string {
 // Arm cuts the replication link for the whole run (healed by HealAll).
 func (failover) Arm(ctx context.Context, env Env, s Spec) (Heal, error) {
 	t := Target{Spec: s, Nodes: []string{"replication"}}
-	heal, err := addToxic(ctx, env, t, "timeout", `{"timeout":0}`, "both")
+	heal, err := addToxic(ctx, env, t, "timeout", blackHole, "both")
 	if err != nil {
 		return nil, fmt.Errorf("cut replication: %w", err)
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/lockchaos/lockchaos/cluster"
 )
 
-// The network faults act on the embedded toxiproxy proxies in front of every link:
+// The network faults act on the toxiproxy proxies in front of every link (cluster.Link: embedded
+// in the harness, or on a toxiproxy-server next to an external node):
 //
 //	client c ──▶ proxy(c, node) ──▶ node        replica ──▶ proxy(replication) ──▶ master
 //
@@ -42,7 +42,7 @@ func (latency) validate(s Spec) error {
 }
 
 func (latency) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
-	attrs := fmt.Sprintf(`{"latency":%d,"jitter":%d}`, t.Amount.D().Milliseconds(), t.Jitter.D().Milliseconds())
+	attrs := map[string]any{"latency": t.Amount.D().Milliseconds(), "jitter": t.Jitter.D().Milliseconds()}
 	stream := t.Stream
 	if stream == "" {
 		stream = "downstream" // one delay per request/response round trip
@@ -62,7 +62,7 @@ func (p partition) Inject(ctx context.Context, env Env, t Target) (Heal, error) 
 	if p.oneway && (stream == "" || stream == "both") {
 		stream = "upstream"
 	}
-	return addToxic(ctx, env, t, "timeout", `{"timeout":0}`, stream)
+	return addToxic(ctx, env, t, "timeout", blackHole, stream)
 }
 
 func (refuse) Name() string { return "refuse" }
@@ -72,30 +72,37 @@ func (refuse) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, l := range links {
-		l.Stop()
-	}
-	return func(context.Context) error {
+	heal := func(ctx context.Context) error {
 		var errs []error
 		for _, l := range links {
-			if err := l.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
-				errs = append(errs, fmt.Errorf("re-enable %s: %w", l.Name, err))
+			if err := l.SetEnabled(ctx, true); err != nil {
+				errs = append(errs, fmt.Errorf("re-enable %s: %w", l.Name(), err))
 			}
 		}
 		return errors.Join(errs...)
-	}, nil
+	}
+	for _, l := range links {
+		if err := l.SetEnabled(ctx, false); err != nil {
+			_ = heal(ctx)
+			return nil, fmt.Errorf("disable %s: %w", l.Name(), err)
+		}
+	}
+	return heal, nil
 }
+
+// blackHole is the timeout toxic's attributes for a partition: bytes vanish, connections hang.
+var blackHole = map[string]any{"timeout": 0}
 
 // links resolves the proxies a network fault acts on: every (client, node) pair of the target, or
 // the replication link. With no clients selected, all clients' links to the nodes.
-func links(env Env, t Target) ([]*toxiproxy.Proxy, error) {
+func links(env Env, t Target) ([]cluster.Link, error) {
 	c := env.Cluster()
 	if len(t.Nodes) == 1 && t.Nodes[0] == "replication" {
-		l, err := c.ReplicationLink()
+		l, err := c.FaultReplicationLink()
 		if err != nil {
 			return nil, err
 		}
-		return []*toxiproxy.Proxy{l}, nil
+		return []cluster.Link{l}, nil
 	}
 	nodes := t.Nodes
 	if len(nodes) == 0 {
@@ -109,10 +116,10 @@ func links(env Env, t Target) ([]*toxiproxy.Proxy, error) {
 			clients = append(clients, i)
 		}
 	}
-	var out []*toxiproxy.Proxy
+	var out []cluster.Link
 	for _, cl := range clients {
 		for _, n := range nodes {
-			l, err := c.Link(cl, n)
+			l, err := c.FaultLink(cl, n)
 			if err != nil {
 				return nil, fmt.Errorf("link client-%d → %s: %w", cl, n, err)
 			}
@@ -124,7 +131,7 @@ func links(env Env, t Target) ([]*toxiproxy.Proxy, error) {
 
 // addToxic adds one toxic to every link of the target, on the chosen streams, and returns the heal
 // that removes them. If adding fails half-way, what was added is removed again.
-func addToxic(ctx context.Context, env Env, t Target, typ, attrs, stream string) (Heal, error) {
+func addToxic(ctx context.Context, env Env, t Target, typ string, attrs map[string]any, stream string) (Heal, error) {
 	ls, err := links(env, t)
 	if err != nil {
 		return nil, err
@@ -134,15 +141,15 @@ func addToxic(ctx context.Context, env Env, t Target, typ, attrs, stream string)
 		streams = []string{stream}
 	}
 	type added struct {
-		l    *toxiproxy.Proxy
+		l    cluster.Link
 		name string
 	}
 	var done []added
 	heal := func(ctx context.Context) error {
 		var errs []error
 		for _, a := range done {
-			if err := a.l.Toxics.RemoveToxic(ctx, a.name); err != nil {
-				errs = append(errs, fmt.Errorf("remove %s from %s: %w", a.name, a.l.Name, err))
+			if err := a.l.RemoveToxic(ctx, a.name); err != nil {
+				errs = append(errs, fmt.Errorf("remove %s from %s: %w", a.name, a.l.Name(), err))
 			}
 		}
 		return errors.Join(errs...)
@@ -151,10 +158,9 @@ func addToxic(ctx context.Context, env Env, t Target, typ, attrs, stream string)
 	for _, l := range ls {
 		for _, s := range streams {
 			name := fmt.Sprintf("lockchaos-%s-%d-%s", typ, seq, s)
-			body := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":%s}`, name, typ, s, attrs)
-			if _, err := l.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
+			if err := l.AddToxic(ctx, name, typ, s, attrs); err != nil {
 				_ = heal(ctx)
-				return nil, fmt.Errorf("add %s toxic to %s: %w", typ, l.Name, err)
+				return nil, fmt.Errorf("add %s toxic to %s: %w", typ, l.Name(), err)
 			}
 			done = append(done, added{l, name})
 		}

@@ -87,16 +87,30 @@ type Config struct {
 	Version string
 	// Log receives progress and server output worth keeping (may be nil).
 	Log io.Writer
-	// ExternalAddrs are the servers of the external backend.
-	ExternalAddrs []string
+	// ClusterFile is the external backend's cluster file (cluster.LoadExternal): its nodes decide
+	// the topology, and every fault must find its control there.
+	ClusterFile string
 	// RedisImage and ZooKeeperImage are the docker backend's images (default: cluster's).
 	RedisImage, ZooKeeperImage string
+
+	external   *cluster.ExternalFile // the loaded ClusterFile
+	lockPrefix string                // external: "lockchaos-<run id>-", before every lock name
 }
 
 func (c Config) withDefaults() (Config, algorithms.Info, error) {
 	info, err := algorithms.Lookup(c.Algorithm)
 	if err != nil {
 		return c, info, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	if c.Backend == cluster.External {
+		if err := c.loadExternal(info); err != nil {
+			if errors.Is(err, cluster.ErrBadSpec) {
+				return c, info, err // already says it is the cluster file's fault
+			}
+			return c, info, fmt.Errorf("%w: %w", ErrBadConfig, err)
+		}
+	} else if c.ClusterFile != "" {
+		return c, info, fmt.Errorf("%w: --cluster is for --backend external (add --backend external)", ErrBadConfig)
 	}
 	if c.Topology == "" {
 		c.Topology = info.Topologies[0]

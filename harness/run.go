@@ -42,23 +42,31 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("make run directory: %w", err)
-	}
 	res := &Result{Dir: cfg.Dir, HistoryPath: filepath.Join(cfg.Dir, HistoryFile)}
 
-	t0 := time.Now()
-	cl, err := cluster.Start(ctx, cluster.Spec{
+	spec := cluster.Spec{
 		Topology: cfg.Topology, Nodes: cfg.Nodes, Backend: cfg.Backend, Clients: cfg.Clients,
 		Proxies: cfg.Proxies == ProxyAlways || (cfg.Proxies == ProxyAuto && len(cfg.Faults) > 0),
-		Log:     cfg.Log, ExternalAddrs: cfg.ExternalAddrs,
+		Log:     cfg.Log, External: cfg.external,
 		RedisImage: cfg.RedisImage, ZooKeeperImage: cfg.ZooKeeperImage,
-	})
+	}
+	if cfg.external != nil {
+		// Someone else's servers: the run's keys and znodes carry its id, as its proxies do.
+		spec.RunID = cluster.NewRunID()
+		cfg.lockPrefix = cluster.ProxyPrefix + spec.RunID + "-"
+	}
+	t0 := time.Now()
+	cl, err := cluster.Start(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
 	res.ClusterStart = time.Since(t0)
+	// Only now: a run refused for bad input (a missing server, an unreachable node) leaves no
+	// directory behind.
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("make run directory: %w", err)
+	}
 
 	w, err := history.Create(res.HistoryPath, history.Meta{
 		Algorithm: cfg.Algorithm, Scenario: cfg.Scenario, Topology: cfg.Topology, Backend: cfg.Backend,
@@ -176,6 +184,7 @@ func newClients(cfg Config, info algorithms.Info, cl cluster.Cluster, env *env, 
 		if cfg.LockPerClient {
 			name = fmt.Sprintf("lock-%d", id)
 		}
+		name = cfg.lockPrefix + name
 		acfg := algorithms.Config{
 			Client: id, Name: name, TTL: cfg.TTL, Addrs: ep.Addrs, Dial: ep.Dial,
 			SessionTimeout: cfg.SessionTimeout, OpTimeout: cfg.OpTimeout, Clock: env.clocks[id],
@@ -218,6 +227,11 @@ type env struct {
 func (e *env) Cluster() cluster.Cluster { return e.cluster }
 func (e *env) Clients() int             { return e.cfg.Clients }
 func (e *env) TTL() time.Duration       { return e.cfg.TTL }
+
+// KeyPattern is the glob of the run's own keys for faults that walk a server's keys (clock-jump):
+// on the external backend only the run's prefix, never someone else's keys.
+func (e *env) KeyPattern() string { return e.cfg.lockPrefix + "*" }
+
 func (e *env) SetClock(c int, offset time.Duration, rate float64) {
 	if c >= 1 && c < len(e.clocks) {
 		e.clocks[c].set(offset, rate)

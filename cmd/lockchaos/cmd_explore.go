@@ -61,10 +61,8 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	}
 	o := explore.Options{Algorithm: alg, Budget: budget, Out: c.out, TTL: c.ttl, SessionTimeout: session,
 		Clients: c.clients, Seed: c.seed, Points: splitList(points), Faults: splitList(kinds), Runs: runs,
-		NoShrink: noShrink, Backend: c.backend, Proxies: c.proxy, Version: version}
-	if c.external != "" {
-		o.ExternalAddrs = strings.Split(c.external, ",")
-	}
+		NoShrink: noShrink, Backend: c.backend, Proxies: c.proxy, Version: version,
+		ClusterFile: c.clusterFile}
 	if !c.quiet && !c.json {
 		o.Log = stderr
 	}

@@ -138,10 +138,15 @@ func lookupAlgorithm(name string) (algorithms.Info, error) {
 
 func cmdDoctor(ctx context.Context, args []string, stdout io.Writer) (int, error) {
 	var clean bool
+	var clusterFile string
 	fs := newCommand("doctor")
 	fs.BoolVar(&clean, "clean", false, "remove containers and networks left by killed docker runs")
+	fs.StringVar(&clusterFile, "cluster", "", "check that every node and toxiproxy API of this cluster file (--backend external) is reachable")
 	if err := parse(fs, args); err != nil {
 		return 0, err
+	}
+	if clusterFile != "" {
+		return doctorCluster(ctx, clusterFile, stdout)
 	}
 	if clean {
 		n, err := cluster.CleanDocker(ctx)
@@ -167,7 +172,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout io.Writer) (int, error
 			}
 		}
 	}
-	fmt.Fprintln(stdout, "backend external: needs only the addresses of running servers (--addrs)")
+	fmt.Fprintln(stdout, "backend external: needs a cluster file of running servers (--cluster FILE; doctor --cluster FILE checks it)")
 	return code, nil
 }
 

@@ -55,6 +55,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	o := c.options()
 	if !c.quiet && !c.json {
 		fmt.Fprintf(stderr, "lockchaos: %s × %s on %s, seed %d\n", alg, scen, c.backend, c.seed)
+		o.Log = stderr // e.g. stale proxies removed from an external cluster's toxiproxy-servers
 	}
 	rc, _, err := runner.RunCell(ctx, cell, o, 0)
 	if err != nil && rc.Result == nil {

@@ -27,7 +27,7 @@ type common struct {
 	out           string
 	quiet, json   bool
 	scenarioFile  string
-	external      string
+	clusterFile   string
 	redisImage    string
 	zkImage       string
 }
@@ -41,7 +41,7 @@ var synopses = map[string]string{
 	"explore":  "lockchaos explore --algorithm A [--budget 5m] [flags]\n\nTries every named point × every fault that can be aimed there, shrinks each failure; exits 1 if\nanything broke.",
 	"check":    "lockchaos check [--json] [--write] DIR\n\nRe-checks the saved run in DIR from its history alone; exits by the run's recorded expectation\nwhen it has one (0 as expected, 1 not), by verdict otherwise.",
 	"merge":    "lockchaos merge OUT DIR...\n\nJoins the output directories of the shards of one matrix (matrix --shard i/n) into one\nOUT/index.html, results.json and junit.xml; fails naming any cell no shard ran.",
-	"doctor":   "lockchaos doctor [--clean]\n\nSays which backends work here and how to fix the rest.",
+	"doctor":   "lockchaos doctor [--clean] [--cluster FILE]\n\nSays which backends work here and how to fix the rest; with --cluster, whether every node and\ntoxiproxy API of the cluster file is reachable (exit 1 when one is not).",
 	"serve":    "lockchaos serve [--addr 127.0.0.1:8080] [DIR]\n\nServes the reports in DIR (default " + defaultOut + ") on a loopback address.",
 }
 
@@ -74,7 +74,7 @@ func newFlags(name string, c *common) *flag.FlagSet {
 	fs.BoolVar(&c.quiet, "quiet", false, "print only the verdict lines")
 	fs.BoolVar(&c.json, "json", false, "print results as JSON")
 	fs.StringVar(&c.scenarioFile, "scenario-file", "", "YAML file of extra scenarios")
-	fs.StringVar(&c.external, "addrs", "", "comma-separated server addresses for --backend external")
+	fs.StringVar(&c.clusterFile, "cluster", "", "--backend external: YAML cluster file of the servers and their fault controls (docs/external.md)")
 	fs.StringVar(&c.redisImage, "redis-image", "", "docker backend: Redis image (default "+cluster.DefaultRedisImage+"; make images builds lockchaos/redis offline)")
 	fs.StringVar(&c.zkImage, "zookeeper-image", "", "docker backend: ZooKeeper image (default "+cluster.DefaultZooKeeperImage+"; make images builds lockchaos/zookeeper)")
 	return fs
@@ -138,8 +138,11 @@ func (c *common) validate() error {
 	default:
 		return usagef("--backend %q is unknown: use local, docker or external", c.backend)
 	}
-	if c.backend == cluster.External && c.external == "" {
-		return usagef("--backend external needs --addrs host:port,... of the servers")
+	if c.backend == cluster.External && c.clusterFile == "" {
+		return usagef("--backend external needs --cluster FILE, a YAML list of the servers (see docs/external.md)")
+	}
+	if c.backend != cluster.External && c.clusterFile != "" {
+		return usagef("--cluster is for --backend external (add --backend external)")
 	}
 	if !c.seedSet {
 		c.seed = time.Now().UnixNano() % 1_000_000
@@ -150,9 +153,6 @@ func (c *common) validate() error {
 func (c *common) options() runner.Options {
 	o := runner.Options{Out: c.out, Backend: c.backend, Proxies: c.proxy, Seed: c.seed,
 		Duration: c.duration, Clients: c.clients, TTL: c.ttl, Version: version,
-		RedisImage: c.redisImage, ZooKeeperImage: c.zkImage}
-	if c.external != "" {
-		o.ExternalAddrs = strings.Split(c.external, ",")
-	}
+		RedisImage: c.redisImage, ZooKeeperImage: c.zkImage, ClusterFile: c.clusterFile}
 	return o
 }

@@ -46,7 +46,8 @@ usage:
                                                        real algorithms; exit 0 only when all are caught
   lockchaos explore --algorithm A [--budget 5m]        every named point × fault, failures shrunk; exit 1 if any
   lockchaos check [--write] DIR                        re-check a saved run from its history
-  lockchaos doctor [--clean]                           which backends work here, how to fix the rest
+  lockchaos doctor [--clean] [--cluster FILE]          which backends work here, how to fix the rest;
+                                                       with --cluster: is every node and toxiproxy API of FILE reachable
   lockchaos serve [--addr 127.0.0.1:8080] [DIR]        serve reports on loopback
   lockchaos help [COMMAND]                             this text, or the command's
 
@@ -56,6 +57,8 @@ lockchaos COMMAND -h lists the command's flags with their defaults. run and matr
   --backend local|docker|external  --out ` + defaultOut + `  --quiet  --json  --scenario-file FILE
 
 exit codes: 0 valid/as expected, 1 invalid/not as expected, 2 unknown, 254 bad usage or input, 255 harness error
+external servers: --backend external --cluster FILE (YAML: nodes with name, kind, address, toxiproxy,
+              kill/restart/pause/resume commands; see docs/external.md)
 `
 
 // commands are the subcommands, as the unknown-command message lists them.

@@ -44,12 +44,12 @@ type Options struct {
 	Runs int
 	// NoShrink skips the shrinking phase.
 	NoShrink bool
-	// Backend, Proxies, ExternalAddrs, CheckTimeout and Version pass to every run.
-	Backend       string
-	Proxies       string
-	ExternalAddrs []string
-	CheckTimeout  time.Duration
-	Version       string
+	// Backend, Proxies, ClusterFile, CheckTimeout and Version pass to every run.
+	Backend      string
+	Proxies      string
+	ClusterFile  string
+	CheckTimeout time.Duration
+	Version      string
 	// Log receives one progress line per run (may be nil).
 	Log io.Writer
 	// Now is the clock the budget is measured by [time.Now]; tests replace it.
@@ -221,7 +221,7 @@ func (x *explorer) run(ctx context.Context, e *Experiment, v time.Duration, run 
 	}
 	x.yaml = append(x.yaml, sc)
 	ro := runner.Options{Out: x.o.Out, Backend: x.o.Backend, Proxies: x.o.Proxies, Seed: x.o.Seed,
-		Version: x.o.Version, CheckTimeout: x.o.CheckTimeout, ExternalAddrs: x.o.ExternalAddrs}
+		Version: x.o.Version, CheckTimeout: x.o.CheckTimeout, ClusterFile: x.o.ClusterFile}
 	t0 := time.Now()
 	rc, out, err := runner.RunCell(ctx, cell, ro, run)
 	wall := time.Since(t0)

@@ -33,8 +33,9 @@ type Options struct {
 	Version string
 	Log     io.Writer
 	// CheckTimeout bounds each porcupine check (default: the checker's).
-	CheckTimeout  time.Duration
-	ExternalAddrs []string
+	CheckTimeout time.Duration
+	// ClusterFile is the external backend's cluster file.
+	ClusterFile string
 	// RedisImage and ZooKeeperImage are the docker backend's images.
 	RedisImage, ZooKeeperImage string
 }
@@ -62,7 +63,7 @@ func Config(c scenarios.Cell, o Options, run int) harness.Config {
 		},
 		Faults: c.Faults, Duration: w.Duration.D(), StuckAfter: w.StuckAfter.D(), Tail: w.Tail.D(),
 		Seed: o.Seed + int64(max(run, 1)-1), Dir: Dir(o.out(), c, run), Version: o.Version,
-		Log: o.Log, ExternalAddrs: o.ExternalAddrs,
+		Log: o.Log, ClusterFile: o.ClusterFile,
 		RedisImage: o.RedisImage, ZooKeeperImage: o.ZooKeeperImage,
 	}
 	if info, err := algorithms.Lookup(c.Algorithm); err == nil && info.Fenced && !info.FenceUnchecked {
@@ -96,6 +97,9 @@ func command(c scenarios.Cell, o Options, seed int64) string {
 		"--seed", strconv.FormatInt(seed, 10)}
 	if o.Backend != "" && o.Backend != "local" {
 		args = append(args, "--backend", o.Backend)
+	}
+	if o.ClusterFile != "" {
+		args = append(args, "--cluster", o.ClusterFile)
 	}
 	if o.RedisImage != "" {
 		args = append(args, "--redis-image", o.RedisImage)

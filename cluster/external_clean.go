@@ -1,0 +1,211 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// On someone else's servers a run touches only names that start with its prefix,
+// ProxyPrefix + run id + "-": the harness puts it before the lock's name, and every algorithm
+// derives its keys from that name (Redis: the name and name-derived keys; ZooKeeper and etcd:
+// under /lockchaos/<name>). Close removes them, so a run leaves nothing behind, even a lock
+// that no TTL would ever free (setnx) — and nothing else, never FLUSHALL.
+
+// zkRoot and etcdRoot are where the ZooKeeper and etcd algorithms keep their locks.
+const (
+	zkRoot   = "/lockchaos"
+	etcdRoot = "/lockchaos/"
+)
+
+// straggleGap is how long Close waits before it deletes the run's keys a second time: a command a
+// closed client wrote just before it closed (a waiter's SETNX) may still land after the first pass.
+const straggleGap = 250 * time.Millisecond
+
+// closeExternal is Close's part for the external backend: the nodes the run left killed or paused
+// are brought back; the run's proxies go (which cuts every proxied client connection and drops
+// what the proxies still hold), then its keys, twice.
+// What fails is also said on Spec.Log, since callers often defer Close and drop its error.
+func (c *topo) closeExternal() error {
+	err := c.be.(*external).restore(context.Background())
+	err = errors.Join(err, c.rp.removeAll())
+	if c.started {
+		err = errors.Join(err, c.removeRunData(context.Background(), c.be.runID()))
+		time.Sleep(straggleGap)
+		err = errors.Join(err, c.removeRunData(context.Background(), c.be.runID()))
+	}
+	if err != nil {
+		c.report(fmt.Sprintf("lockchaos: cleaning up the external cluster: %v\n", err))
+	}
+	return err
+}
+
+// removeRunData deletes the run's own keys and znodes from every node; errors are joined.
+func (c *topo) removeRunData(ctx context.Context, runID string) error {
+	prefix := ProxyPrefix + runID + "-"
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var errs []error
+	for _, n := range c.data {
+		_, err := deleteData(ctx, n.Kind, n.Addr, prefix, func(string) bool { return true })
+		if err != nil {
+			errs = append(errs, fmt.Errorf("remove the run's keys (%s*) from %s: %w", prefix, n.Name, err))
+		}
+		if n.Kind != KindRedis {
+			break // every member of an ensemble holds the whole tree
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// cleanStaleData removes the keys and znodes that runs on this host left when they were killed
+// (their process is gone, see staleRun), and says so on log.
+func cleanStaleData(ctx context.Context, f *ExternalFile, log io.Writer) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, n := range f.Nodes {
+		count, err := deleteData(ctx, n.Kind, n.Address, ProxyPrefix, staleRun)
+		if log != nil && err != nil {
+			fmt.Fprintf(log, "lockchaos: removing stale lockchaos keys from %s: %v\n", n.Name, err)
+		} else if log != nil && count > 0 {
+			fmt.Fprintf(log, "lockchaos: removed %d stale lockchaos keys of killed runs from %s\n", count, n.Name)
+		}
+		if n.Kind != KindRedis {
+			return
+		}
+	}
+}
+
+// deleteData deletes lock data from the server of kind at addr: the Redis keys, the children of
+// /lockchaos (ZooKeeper) and the names under /lockchaos/ (etcd) that start with prefix and that
+// match accepts. It returns how many it deleted.
+func deleteData(ctx context.Context, kind Kind, addr, prefix string, match func(name string) bool) (int, error) {
+	switch kind {
+	case KindRedis:
+		return redisDelete(ctx, addr, prefix, match)
+	case KindZooKeeper:
+		return zkDelete(ctx, addr, prefix, match)
+	case KindEtcd:
+		return etcdDelete(ctx, addr, prefix, match)
+	}
+	return 0, nil
+}
+
+func redisDelete(ctx context.Context, addr, prefix string, match func(string) bool) (int, error) {
+	r := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: 1, DialTimeout: time.Second})
+	defer r.Close()
+	// A replica holds what its master holds and refuses DEL: the master's delete reaches it.
+	if role, err := r.Do(ctx, "ROLE").Slice(); err == nil && len(role) > 0 && role[0] != "master" {
+		return 0, nil
+	}
+	var cursor uint64
+	n := 0
+	for {
+		// The prefix has no glob characters (letters, digits and dashes), so MATCH is exact.
+		keys, next, err := r.Scan(ctx, cursor, prefix+"*", 1000).Result()
+		if err != nil {
+			return n, err
+		}
+		for _, k := range keys {
+			if !strings.HasPrefix(k, prefix) || !match(k) {
+				continue
+			}
+			if err := r.Del(ctx, k).Err(); err != nil {
+				return n, err
+			}
+			n++
+		}
+		if cursor = next; cursor == 0 {
+			return n, nil
+		}
+	}
+}
+
+func zkDelete(ctx context.Context, addr, prefix string, match func(string) bool) (int, error) {
+	dl, _ := ctx.Deadline()
+	conn, _, err := zk.Connect([]string{addr}, 5*time.Second, zk.WithLogInfo(false),
+		zk.WithDialer(func(network, a string, timeout time.Duration) (net.Conn, error) {
+			return (&net.Dialer{Deadline: dl}).DialContext(ctx, network, a)
+		}), zk.WithLogger(nopZKLogger{}))
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	children, _, err := conn.Children(zkRoot)
+	if errors.Is(err, zk.ErrNoNode) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, ch := range children {
+		if strings.HasPrefix(ch, prefix) && match(ch) {
+			if err := zkDeleteTree(conn, path.Join(zkRoot, ch)); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			n++
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// zkDeleteTree deletes p and everything under it (the ephemeral children are gone once the
+// clients' sessions closed; a lingering one is deleted too).
+func zkDeleteTree(conn *zk.Conn, p string) error {
+	children, _, err := conn.Children(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, ch := range children {
+		if err := zkDeleteTree(conn, path.Join(p, ch)); err != nil {
+			return err
+		}
+	}
+	if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	return nil
+}
+
+type nopZKLogger struct{}
+
+func (nopZKLogger) Printf(string, ...any) {}
+
+func etcdDelete(ctx context.Context, addr, prefix string, match func(string) bool) (int, error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{addr}, DialTimeout: 2 * time.Second})
+	if err != nil {
+		return 0, err
+	}
+	defer cli.Close()
+	resp, err := cli.Get(ctx, etcdRoot+prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, kv := range resp.Kvs {
+		name, _, _ := strings.Cut(strings.TrimPrefix(string(kv.Key), etcdRoot), "/")
+		if !match(name) {
+			continue
+		}
+		if _, err := cli.Delete(ctx, string(kv.Key)); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

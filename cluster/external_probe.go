@@ -1,0 +1,92 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+)
+
+// probeTimeout bounds each check of a node or toxiproxy API.
+const probeTimeout = 3 * time.Second
+
+// Probe is the check of one address of a cluster file.
+type Probe struct {
+	// What is checked: "node redis-1 (redis)" or "toxiproxy 10.0.0.5:8474".
+	What string
+	Addr string
+	// Err is nil when the address answered as it should.
+	Err error
+}
+
+// ProbeExternal checks every node of f (a TCP dial, then its protocol's ping: redis PING,
+// ZooKeeper srvr, etcd /health) and every toxiproxy API (its proxy list), in parallel, and
+// returns the checks in file order.
+func ProbeExternal(ctx context.Context, f *ExternalFile) []Probe {
+	var out []Probe
+	for _, n := range f.Nodes {
+		out = append(out, Probe{What: fmt.Sprintf("node %s (%s)", n.Name, n.Kind), Addr: n.Address})
+	}
+	apis := f.apis()
+	for _, a := range apis {
+		out = append(out, Probe{What: "toxiproxy", Addr: a})
+	}
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+			defer cancel()
+			if i < len(f.Nodes) {
+				out[i].Err = probeNode(ctx, f.Nodes[i])
+			} else {
+				out[i].Err = probeAPI(ctx, out[i].Addr)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func dial(ctx context.Context, addr string) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+func probeNode(ctx context.Context, n ExternalNode) error {
+	if err := dial(ctx, n.Address); err != nil {
+		return err
+	}
+	if err := pinger(n.Kind, n.Address)(ctx); err != nil {
+		return fmt.Errorf("answers, but not as %s: %w", n.Kind, err)
+	}
+	return nil
+}
+
+func probeAPI(ctx context.Context, addr string) error {
+	if err := dial(ctx, addr); err != nil {
+		return err
+	}
+	_, err := api(ctx, toxiclient.NewClient(addr).Proxies)
+	return err
+}
+
+// Reachable returns nil when every node and toxiproxy API of f answers, else an ErrBadSpec error
+// naming the first that does not and the fix.
+func Reachable(ctx context.Context, f *ExternalFile) error {
+	for _, p := range ProbeExternal(ctx, f) {
+		if p.Err != nil {
+			return fmt.Errorf("%w: %s at %s is unreachable: %v (start it, or fix its address in cluster file %s; lockchaos doctor --cluster checks them all)",
+				ErrBadSpec, p.What, p.Addr, p.Err, f.Path)
+		}
+	}
+	return nil
+}
