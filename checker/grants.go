@@ -34,18 +34,7 @@ type grant struct {
 // The count is a lower bound of the illegal grants porcupine rejects, so porcupine can say
 // Illegal with a count of 0; the checker then reports at least 1.
 func (r *run) illegalGrants() []grant {
-	rel := make(map[int]int64) // acquire index → earliest ok or unknown release call
-	for i := range r.ops {
-		o := &r.ops[i]
-		if o.Op != history.OpRelease || o.Status == history.TypeFail {
-			continue
-		}
-		if j, ok := r.acquireOf(o); ok {
-			if t, seen := rel[j]; !seen || o.Call < t {
-				rel[j] = o.Call
-			}
-		}
-	}
+	rel := r.releaseCalls() // acquire index → earliest ok or unknown release call
 	released := func(j int, by int64) bool {
 		t, ok := rel[j]
 		return ok && t <= by
