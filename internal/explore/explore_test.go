@@ -212,7 +212,7 @@ func TestBudgetSpent(t *testing.T) {
 	if err := rep.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "not explored (budget spent): cs:acquired × client-crash") {
+	if !strings.Contains(b.String(), "not explored (budget spent): acquire:after-set × client-crash, cs:acquired × client-crash") {
 		t.Errorf("table does not say what was not explored:\n%s", b.String())
 	}
 	page, err := os.ReadFile(filepath.Join(out, explore.HTMLFile))
@@ -245,7 +245,7 @@ func TestPlan(t *testing.T) {
 		na     []string
 	}{
 		{"setnx-expire", []string{"acquire:after-setnx", "cs:acquired", "cs:before-write", "cs:before-release", "release:before-del"}, nil},
-		{"token", []string{"cs:acquired", "cs:before-write", "cs:before-release", "release:before-del"}, nil},
+		{"token", []string{"acquire:after-set", "cs:acquired", "cs:before-write", "cs:before-release", "release:before-del"}, nil},
 		{"redlock", []string{"acquire:after-quorum", "cs:acquired", "cs:before-write", "cs:before-release", "release:before-del"}, []string{explore.KindFailover}},
 		{"zookeeper", []string{"acquire:after-create", "cs:acquired", "cs:before-write", "cs:before-release", "release:before-delete"}, []string{explore.KindClockJump, explore.KindFailover}},
 	} {

@@ -132,15 +132,17 @@ func (s setup) workload(kind string) scenarios.Workload {
 		// The holder must still hold when the next client is granted (the catalogue's 200 ms of 500).
 		hold = max(hold, s.ttl*2/5)
 	case KindPartition:
-		// The holder writes when its hold ends, after the partition healed.
-		hold = p + 400*time.Millisecond
+		// The holder writes while still cut off, after its lease (a ZooKeeper session) ran out on
+		// the servers: a holder that writes after the heal has been told (the recipe's Valid),
+		// and one within its lease proves nothing (catalogue: partition).
+		hold = s.lease + (p-s.lease)/2
 	}
 	// The fault fires at the first critical section, so its effect shows by the fault's size plus
 	// the hold; the liveness window after it is long enough for a crashed holder's lease to end.
 	phase := p + hold
 	switch kind {
 	case KindPartition:
-		phase = hold // the partition falls inside the hold
+		phase = p // the holder's write falls inside the partition
 	case KindCrash:
 		// A crash silences the client's links until the fault phase ends; its library lives on
 		// in-process, so the phase must outlast the lease or the healed links revive a ZooKeeper
