@@ -31,6 +31,8 @@ type client struct {
 	rec    *recorder
 	res    *resource
 	w      Workload
+	// fatal ends the run with err (a client that broke its protocol).
+	fatal func(err error)
 }
 
 // errStop ends the loop: the client crashed or the run is over.
@@ -59,6 +61,9 @@ func (c *client) once(ctx context.Context) error {
 			c.abandon(ctx, acq, err)
 			return errStop
 		}
+		if c.broken(acq, err) {
+			return errStop
+		}
 		c.rec.complete(acq, outcome(err), history.Event{Error: err.Error()})
 		if !algorithms.IsUnknown(err) && !errors.Is(err, context.DeadlineExceeded) {
 			// A definite failure (busy, gave up): back off a little before trying again.
@@ -82,6 +87,8 @@ func (c *client) once(ctx context.Context) error {
 		c.rec.complete(rel, history.TypeOk, history.Event{})
 	case c.stopped(ctx, err):
 		c.abandon(ctx, rel, err)
+		return errStop
+	case c.broken(rel, err):
 		return errStop
 	case errors.Is(err, algorithms.ErrNotHeld):
 		c.rec.complete(rel, history.TypeFail, history.Event{Error: err.Error()})
@@ -110,7 +117,7 @@ func (c *client) criticalSection(ctx context.Context, acq int64, start time.Time
 	if !sleep(ctx, c.w.Hold) {
 		return errStop
 	}
-	if expired(c.clock, start, lease) {
+	if expired(c.clock, start, lease) || !c.valid(ctx, lease) {
 		// The lease may have expired: a careful client does not write.
 		return c.point(ctx, PointBeforeRelease)
 	}
@@ -131,6 +138,25 @@ func (c *client) criticalSection(ctx context.Context, acq int64, start time.Time
 // the moment Acquire was called. A lease without validity (0) is held until released.
 func expired(clock algorithms.Clock, start time.Time, lease algorithms.Lease) bool {
 	return lease.Validity > 0 && clock.Now().Sub(start) >= lease.Validity
+}
+
+// valid asks a Locker that can tell (algorithms.Validator) whether it still holds the lease.
+func (c *client) valid(ctx context.Context, lease algorithms.Lease) bool {
+	v, ok := c.locker.(algorithms.Validator)
+	return !ok || v.Valid(ctx, lease)
+}
+
+// broken ends the run when err says the client broke its protocol (algorithms.ErrBroken): the
+// operation's outcome is unknown, and the history so far is kept.
+func (c *client) broken(id int64, err error) bool {
+	if !errors.Is(err, algorithms.ErrBroken) {
+		return false
+	}
+	c.rec.complete(id, history.TypeInfo, history.Event{Error: err.Error()})
+	if c.fatal != nil {
+		c.fatal(err)
+	}
+	return true
 }
 
 // stopped reports whether err means the client must stop (crashed at a point, or the run ended)

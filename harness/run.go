@@ -96,6 +96,9 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 		return err
 	}
 	defer closeAll(clients)
+	for _, c := range clients {
+		env.lockers = append(env.lockers, c.locker)
+	}
 
 	runCtx, stopClients := context.WithCancel(ctx)
 	defer stopClients()
@@ -111,7 +114,14 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 	}()
 	var panicked error
 	var panicOnce sync.Once
+	fail := func(err error) {
+		panicOnce.Do(func() {
+			panicked = err
+			stopClients()
+		})
+	}
 	for _, c := range clients {
+		c.fatal = fail // a client that broke its protocol (algorithms.ErrBroken) ends the run
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -119,10 +129,7 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 				// A panic in a lock's code (a user's Locker under locktest) ends the run, not
 				// the process: the servers are stopped and what was recorded is kept.
 				if p := recover(); p != nil {
-					panicOnce.Do(func() {
-						panicked = fmt.Errorf("client %d panicked: %v", c.id, p)
-						stopClients()
-					})
+					fail(fmt.Errorf("client %d panicked: %v", c.id, p))
 				}
 			}()
 			c.run(runCtx)
@@ -160,7 +167,7 @@ func newClients(cfg Config, info algorithms.Info, cl cluster.Cluster, env *env, 
 			Client: id, Name: name, TTL: cfg.TTL, Addrs: ep.Addrs, Dial: ep.Dial,
 			SessionTimeout: cfg.SessionTimeout, OpTimeout: cfg.OpTimeout, Clock: env.clocks[id],
 			Point: func(ctx context.Context, name string) error { return nem.Point(ctx, id, name) },
-			Rand:  rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(id))),
+			Rand:  rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(id))), Dir: cfg.Dir,
 		}
 		if ep.MasterName != "" {
 			acfg.Sentinel = &algorithms.SentinelConfig{MasterName: ep.MasterName, Addrs: ep.SentinelAddrs}
@@ -193,6 +200,15 @@ type env struct {
 	cluster cluster.Cluster
 	cfg     Config
 	clocks  []*skewClock
+	lockers []algorithms.Locker // by client, from 0
+}
+
+// Locker returns client c's Locker (nil for an unknown client), for faults on process clients.
+func (e *env) Locker(c int) algorithms.Locker {
+	if c < 1 || c > len(e.lockers) {
+		return nil
+	}
+	return e.lockers[c-1]
 }
 
 func (e *env) Cluster() cluster.Cluster { return e.cluster }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockchaos/lockchaos/algorithms/process"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/harness"
 	"github.com/lockchaos/lockchaos/history"
@@ -109,7 +110,8 @@ func (c *common) options() runner.Options {
 
 // badInput reports whether err is the user's to fix (exit 254) rather than the harness's.
 func badInput(err error) bool {
-	for _, target := range []error{harness.ErrBadConfig, cluster.ErrMissingBinary, cluster.ErrBadSpec, history.ErrCorrupt} {
+	for _, target := range []error{harness.ErrBadConfig, cluster.ErrMissingBinary, cluster.ErrBadSpec, history.ErrCorrupt,
+		process.ErrBadManifest, process.ErrMissing} {
 		if errors.Is(err, target) {
 			return true
 		}
