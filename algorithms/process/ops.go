@@ -46,11 +46,12 @@ func (l *Locker) Release(ctx context.Context, _ algorithms.Lease) error {
 // said "lost" after the lease was granted; otherwise, when the client supports it, its answer to
 // "valid". A broken client is not valid (its next call stops the run).
 func (l *Locker) Valid(ctx context.Context, lease algorithms.Lease) bool {
-	if d, ok := lease.Data.(leaseData); ok && l.lost.Load() > d.lostSeen {
-		return false
+	lost := func() bool {
+		d, ok := lease.Data.(leaseData)
+		return ok && l.lost.Load() > d.lostSeen
 	}
-	if !l.spec.Valid {
-		return true
+	if lost() || !l.spec.Valid {
+		return !lost()
 	}
 	dl := deadline(ctx, max(l.cfg.OpTimeout, time.Second))
 	r, err := l.call(ctx, request{Type: TypeValid, TimeoutMs: max(time.Until(dl).Milliseconds(), 1)}, dl, l.spec.Grace)
@@ -64,7 +65,7 @@ func (l *Locker) Valid(ctx context.Context, lease algorithms.Lease) bool {
 		l.fail(`answered valid with ok but no "held" field`)
 		return false
 	}
-	return *r.Held
+	return *r.Held && !lost() // a lost line before the answer counts too
 }
 
 // Pause stops the whole process (SIGSTOP): every thread freezes, as in a GC pause.
