@@ -9,6 +9,7 @@ on LOST (session expired) the lock is gone.
 Protocol: docs/process-clients.md.
 """
 import json
+import os
 import sys
 import threading
 
@@ -39,7 +40,8 @@ for line in sys.stdin:
         if kind == "init":
             ttl_ms = m["ttl_ms"]
             zk = KazooClient(hosts=",".join(m["nodes"]), timeout=m["session_timeout_ms"] / 1000.0)
-            zk.add_listener(on_state)
+            if "LOCKCHAOS_KAZOO_NO_LISTENER" not in os.environ:
+                zk.add_listener(on_state)
             zk.start(timeout=15)
             lock = zk.Lock("/lockchaos-kazoo/" + m["lock"], "client-%d" % m["client"])
             send({"in_reply_to": rid, "type": "init_ok", "name": "kazoo %s Lock" % kazoo.version.__version__})

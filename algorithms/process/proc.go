@@ -74,8 +74,8 @@ func (t *tail) Write(p []byte) (int, error) {
 
 func (t *tail) push(line string) {
 	line = strings.TrimRight(line, "\r")
-	if strings.TrimSpace(line) == "" {
-		return
+	if strings.Trim(line, " \t^~") == "" {
+		return // blank, or only the carets under a Python traceback's expression
 	}
 	t.lines = append(t.lines, clip(line, 300))
 	if len(t.lines) > t.max {

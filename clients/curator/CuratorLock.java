@@ -60,6 +60,7 @@ public class CuratorLock {
                     int session = (int) num(line, "session_timeout_ms");
                     client = CuratorFrameworkFactory.newClient(nodes(line), session, session,
                             new ExponentialBackoffRetry(100, 3));
+                    if (System.getenv("LOCKCHAOS_CURATOR_NO_LISTENER") == null)
                     client.getConnectionStateListenable().addListener((c, newState) -> {
                         state = newState;
                         if (newState == ConnectionState.LOST && lock != null && lock.isAcquiredInThisProcess()) {
