@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockchaos/lockchaos/algorithms"
 	"gopkg.in/yaml.v3"
 )
 
@@ -170,4 +171,13 @@ func (m *Manifest) CheckRequires() error {
 		}
 	}
 	return nil
+}
+
+// New starts one client of the manifest (after its requires checks): a locktest.Factory, so
+// `locktest.Run(t, m.New, locktest.WithTopology(m.Topology))` tests a process client from Go.
+func (m *Manifest) New(cfg algorithms.Config) (algorithms.Locker, error) {
+	if err := m.CheckRequires(); err != nil {
+		return nil, err
+	}
+	return New(m.Spec(), cfg)
 }

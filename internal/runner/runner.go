@@ -159,6 +159,7 @@ func check(dir string, timeout time.Duration, ended string) (*checker.Outcome, e
 	out := checker.CheckHistory(h, checker.Options{Timeout: timeout})
 	if r := &out.Result; ended != "" && r.Verdict != checker.Unsafe {
 		r.Verdict = checker.Unknown
+		r.FirstViolation, r.TTDMs = nil, nil // a stall cut short by the end proves nothing
 		r.Warnings = append(r.Warnings, "the run ended early: "+ended)
 		if r.Expected != nil {
 			m := checker.Matches(r, *r.Expected)
