@@ -208,21 +208,18 @@ func (l *Locker) read(stdout io.ReadCloser) {
 		case ok:
 			ch <- r
 		case !asked:
-			l.fail(fmt.Sprintf("answered id %d, which it was not asked (last id sent: %d)", id, l.nextID-1))
+			l.fail(fmt.Sprintf("answered id %d, which it was not asked", id))
 			return
-		case ch == nil && r.Type != "":
-			// a late answer to a request the harness gave up on when the run ended: dropped
 		}
+		// Otherwise a late answer to a request the harness gave up on when the run ended: dropped.
 	}
 	<-l.waitDone
 	if l.killed.Load() || l.closing.Load() {
 		return
 	}
-	problem := "closed its stdout"
+	problem := "exited (status 0)"
 	if l.waitErr != nil {
 		problem = fmt.Sprintf("exited (%v)", l.waitErr)
-	} else {
-		problem = "exited (status 0)"
 	}
 	if err := sc.Err(); err != nil {
 		problem += fmt.Sprintf(" after a read error: %v", err)

@@ -9,7 +9,8 @@ import (
 // prepareProcessClients registers the process clients a command line names: the shipped
 // manifests under the repository's clients/, every --algorithm or --algorithms value that is a
 // .yaml manifest (replaced by the client's name), and run's --client-cmd CMD --topology T
-// (replaced by --algorithm client-cmd). It returns the rewritten arguments.
+// (replaced by --algorithm client-cmd). For list, the manifests are registered and the flag
+// dropped. It returns the rewritten arguments.
 func prepareProcessClients(args []string) ([]string, error) {
 	if d := procclient.ShippedDir(); d != "" {
 		if err := procclient.RegisterDir(d); err != nil {
@@ -40,7 +41,9 @@ func prepareProcessClients(args []string) ([]string, error) {
 					vals[j] = n
 				}
 			}
-			out = append(out, "--"+name, strings.Join(vals, ","))
+			if args[0] != "list" { // list shows every registered algorithm: the flag only registers
+				out = append(out, "--"+name, strings.Join(vals, ","))
+			}
 		case "client-cmd":
 			clientCmd, haveCmd = value, true
 		case "topology":

@@ -160,3 +160,17 @@ func TestShippedEtcd3Breaks(t *testing.T) {
 		t.Errorf("exit %d, %s %s: want 255 naming python-etcd3's TypeError", code, stdout, stderr)
 	}
 }
+
+// TestListManifest: list registers a manifest given with --algorithms and shows it, with the
+// shipped clients.
+func TestListManifest(t *testing.T) {
+	code, stdout, stderr := lockchaos(t, "list", "--algorithms", filepath.Join("..", "..", "docs", "examples", "mylock.yaml"))
+	if code != exitValid {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, name := range []string{"mylock", "redis-py", "kazoo", "curator", "python-etcd3"} {
+		if !strings.Contains(stdout, "\n"+name+" ") {
+			t.Errorf("list does not show %s", name)
+		}
+	}
+}
