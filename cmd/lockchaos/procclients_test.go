@@ -3,9 +3,11 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // testdata returns the absolute path of a misbehaving client script.
@@ -172,5 +174,41 @@ func TestListManifest(t *testing.T) {
 		if !strings.Contains(stdout, "\n"+name+" ") {
 			t.Errorf("list does not show %s", name)
 		}
+	}
+}
+
+// TestKilledHarnessLeavesNoClient: SIGKILL of the harness mid-run leaves no process client behind
+// (they are forked with Pdeathsig from one locked thread).
+func TestKilledHarnessLeavesNoClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	bin := filepath.Join(t.TempDir(), "lockchaos")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	// A client that outlives its stdin: only Pdeathsig can end it when the harness dies.
+	script := testdata(t, "stubborn.py")
+	cmd := exec.Command(bin, "run", "--client-cmd", script, "--topology", "redis-single", "--scenario", "baseline",
+		"--duration", "60s", "--out", t.TempDir(), "--quiet")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(procsMentioning(script)) < 5 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("5 clients never ran (found %v): the test would prove nothing", procsMentioning(script))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	_ = cmd.Wait()
+	deadline = time.Now().Add(10 * time.Second)
+	for len(procsMentioning(script)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left := procsMentioning(script); len(left) > 0 {
+		t.Errorf("process clients survive SIGKILL of the harness: %v", left)
 	}
 }
