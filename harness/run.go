@@ -181,6 +181,14 @@ func newClients(cfg Config, info algorithms.Info, cl cluster.Cluster, env *env, 
 			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(1000+id))), rec: rec,
 			res: shared, w: cfg.Workload}
 	}
+	for _, c := range clients {
+		if s, ok := c.locker.(algorithms.Starter); ok {
+			if err := s.Ready(context.Background()); err != nil {
+				closeAll(clients)
+				return nil, fmt.Errorf("client %d: %s: %w", c.id, cfg.Algorithm, err)
+			}
+		}
+	}
 	return clients, nil
 }
 

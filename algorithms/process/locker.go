@@ -86,6 +86,9 @@ type Locker struct {
 	readDone chan struct{}
 	waitDone chan struct{}
 	waitErr  error
+	ready    chan struct{} // closed when init is answered (readyErr says how)
+	readyErr error
+	closed   chan struct{} // closed by Close: pending calls give up
 }
 
 // leaseData is what the Locker keeps in a Lease.
@@ -95,6 +98,33 @@ type leaseData struct {
 
 // New starts the client process, sends init and waits for init_ok.
 func New(spec Spec, cfg algorithms.Config) (*Locker, error) {
+	l, err := Start(spec, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Ready(context.Background()); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Ready waits for the client's init_ok (algorithms.Starter); on failure the client is closed.
+func (l *Locker) Ready(ctx context.Context) error {
+	select {
+	case <-l.ready:
+	case <-ctx.Done():
+		_ = l.Close()
+		return ctx.Err()
+	}
+	if l.readyErr != nil {
+		_ = l.Close()
+	}
+	return l.readyErr
+}
+
+// Start starts the client process and sends init without waiting for the answer: call Ready
+// before using the Locker (Acquire, Release and Valid wait for it too).
+func Start(spec Spec, cfg algorithms.Config) (*Locker, error) {
 	if len(spec.Command) == 0 {
 		return nil, fmt.Errorf("process client %s: no command", spec.Name)
 	}
@@ -106,7 +136,8 @@ func New(spec Spec, cfg algorithms.Config) (*Locker, error) {
 	}
 	l := &Locker{spec: spec, cfg: cfg, who: fmt.Sprintf("%s client %d", spec.Name, cfg.Client),
 		stderr: &tail{max: 5}, pending: map[int64]chan reply{}, brokenCh: make(chan struct{}),
-		readDone: make(chan struct{}), waitDone: make(chan struct{})}
+		readDone: make(chan struct{}), waitDone: make(chan struct{}), ready: make(chan struct{}),
+		closed: make(chan struct{})}
 	argv := append([]string(nil), spec.Command...)
 	if strings.Contains(argv[0], "/") && !filepath.IsAbs(argv[0]) && spec.Dir != "" {
 		argv[0] = filepath.Join(spec.Dir, argv[0])
@@ -144,10 +175,10 @@ func New(spec Spec, cfg algorithms.Config) (*Locker, error) {
 		close(l.waitDone)
 	}()
 	go l.read(stdout)
-	if err := l.init(); err != nil {
-		_ = l.Close()
-		return nil, err
-	}
+	go func() {
+		l.readyErr = l.init()
+		close(l.ready)
+	}()
 	return l, nil
 }
 
@@ -278,6 +309,12 @@ func (l *Locker) call(ctx context.Context, req request, deadline time.Time, grac
 		if l.killed.Load() {
 			return reply{}, errKilled
 		}
+		// Most often the process has exited: let the reader say so, with its exit status.
+		select {
+		case <-l.brokenCh:
+			return reply{}, l.broken
+		case <-time.After(time.Second):
+		}
 		return reply{}, l.fail(fmt.Sprintf("stopped reading its stdin (%v)", err))
 	}
 	limit := time.Until(deadline) + grace
@@ -290,6 +327,8 @@ func (l *Locker) call(ctx context.Context, req request, deadline time.Time, grac
 			return r, nil
 		case <-l.brokenCh:
 			return reply{}, l.broken
+		case <-l.closed:
+			return reply{}, fmt.Errorf("process client %s was closed", l.who)
 		case <-done:
 			if !errors.Is(ctx.Err(), context.Canceled) {
 				done = nil // a deadline: the client was told it, so its answer is still awaited

@@ -10,6 +10,9 @@ import (
 
 // Acquire asks the client to take the lock within the time left on ctx.
 func (l *Locker) Acquire(ctx context.Context) (algorithms.Lease, error) {
+	if err := l.Ready(ctx); err != nil {
+		return algorithms.Lease{}, err
+	}
 	dl := deadline(ctx, 2*l.cfg.TTL)
 	seen := l.lost.Load()
 	r, err := l.call(ctx, request{Type: TypeAcquire, TimeoutMs: max(time.Until(dl).Milliseconds(), 1)}, dl, l.spec.Grace)
@@ -31,6 +34,9 @@ func (l *Locker) Acquire(ctx context.Context) (algorithms.Lease, error) {
 
 // Release asks the client to give the lock back.
 func (l *Locker) Release(ctx context.Context, _ algorithms.Lease) error {
+	if err := l.Ready(ctx); err != nil {
+		return err
+	}
 	dl := deadline(ctx, 2*l.cfg.TTL)
 	r, err := l.call(ctx, request{Type: TypeRelease, TimeoutMs: max(time.Until(dl).Milliseconds(), 1)}, dl, l.spec.Grace)
 	if err != nil {
@@ -86,6 +92,7 @@ func (l *Locker) Close() error {
 	if l.closing.Swap(true) {
 		return nil
 	}
+	close(l.closed)
 	_ = l.stdin.Close()
 	select {
 	case <-l.waitDone:
@@ -112,4 +119,5 @@ var (
 	_ algorithms.Pauser    = (*Locker)(nil)
 	_ algorithms.Killer    = (*Locker)(nil)
 	_ algorithms.Closer    = (*Locker)(nil)
+	_ algorithms.Starter   = (*Locker)(nil)
 )

@@ -56,7 +56,7 @@ func Register(m *process.Manifest) error {
 			if reqErr != nil {
 				return nil, reqErr
 			}
-			return process.New(spec, cfg)
+			return process.Start(spec, cfg) // the harness waits for Ready: clients start side by side
 		},
 	})
 	scenarios.SetFamily(m.Name, family(m))
