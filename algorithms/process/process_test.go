@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -108,5 +109,49 @@ func TestProtocolMapping(t *testing.T) {
 	}
 	if l.Name() != "fake" {
 		t.Errorf("Name = %q, want fake", l.Name())
+	}
+}
+
+// state returns the process state letter from /proc/pid/stat ("T" when stopped).
+func state(t *testing.T, pid int) string {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "gone"
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return f[0]
+}
+
+// TestPauseResumeKill: Pause stops the whole process (SIGSTOP), Resume continues it, Kill ends
+// it without the client counting as broken.
+func TestPauseResumeKill(t *testing.T) {
+	l, err := New(script("fake.py"), testCfg(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	pid := l.cmd.Process.Pid
+	if err := l.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100 && state(t, pid) != "T"; i++ { // the signal is delivered asynchronously
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s := state(t, pid); s != "T" {
+		t.Errorf("paused process state %q, want T (stopped)", s)
+	}
+	if err := l.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if s := state(t, pid); s == "T" {
+		t.Errorf("resumed process still stopped")
+	}
+	if err := l.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, err := l.Acquire(context.Background()); errors.Is(err, algorithms.ErrBroken) || err == nil {
+		t.Errorf("Acquire after Kill: %v, want the killed error, not a broken client", err)
 	}
 }
