@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/lockchaos
-OUT   ?= reports
+OUT   ?= out
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian packages the tests and the local backend need.
@@ -12,7 +12,7 @@ FUZZTIME ?= 20s
 BENCH_LONG_RUN ?= 10m
 SOAK ?= 10m
 
-.PHONY: help deps images clients build test test-short run matrix reproduce bench soak fuzz vet clean
+.PHONY: help deps images clients build test test-short run matrix selftest reproduce bench soak fuzz vet clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -36,26 +36,31 @@ clients: deps ## compile the shipped Java process client (clients/curator) with 
 build: ## build bin/lockchaos
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/lockchaos
 
-vet: ## gofmt and go vet
+vet: ## gofmt, go vet, and go.mod/go.sum tidy
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	@$(GO) mod tidy -diff || { echo "make vet: go.mod or go.sum is not tidy: run go mod tidy and commit the result"; exit 1; }
 
 images: deps ## build the docker backend's images offline (lockchaos/redis, lockchaos/zookeeper); FORCE=1 rebuilds
 	images/build.sh $(if $(FORCE),--force)
 
-test: deps images clients vet ## install what the tests need, then run every test (real servers, Docker, a real browser) with -race, then each fuzz test briefly
+test: deps images clients vet build ## install what the tests need, run every test (real servers, Docker, a real browser) with -race, the selftest once, then each fuzz test briefly
 	LOCKCHAOS_REQUIRE_SERVERS=1 LOCKCHAOS_REQUIRE_BROWSER=1 LOCKCHAOS_REQUIRE_DOCKER=1 $(GO) test -race -count=1 -p 1 -timeout 40m ./...
+	$(BIN) selftest --parallel 2 --out $(OUT)/selftest
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 
 test-short: ## unit tests only (no servers)
 	$(GO) test -short -count=1 ./...
 
-run: deps build ## the main job: the default scenario matrix on the local backend, writing reports/index.html
+run: deps build ## the main job: the default scenario matrix on the local backend, writing out/index.html
 	$(BIN) matrix --out $(OUT) --parallel 2
 
 matrix: run ## alias of run
 
-reproduce: deps build ## 20 runs of every cell, with TTD statistics written to BENCHMARKS.md
+selftest: deps build ## every scenario × the mutants it must catch and its real algorithms (out/selftest/selftest.html)
+	$(BIN) selftest --parallel 2 --out $(OUT)/selftest
+
+reproduce: deps build ## 20 runs of every selftest cell (real and mutant), caught/reproduced and TTD written to BENCHMARKS.md
 	$(GO) run ./internal/reproduce --runs 20 --parallel 2 --out $(OUT)/reproduce --bench BENCHMARKS.md
 
 bench: deps ## run the benchmarks (not the soak); they rewrite their sections of BENCHMARKS.md
@@ -69,5 +74,5 @@ fuzz: ## run each fuzz test for FUZZTIME (20s)
 	  pkg=$$(grep -rlE "func $$t\(" --include '*_test.go' . | head -1 | xargs dirname); \
 	  echo "== $$t ($$pkg)"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done
 
-clean: ## remove build output and reports
+clean: ## remove build output and runs (OUT, default out/)
 	rm -rf bin $(OUT)

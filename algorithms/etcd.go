@@ -166,6 +166,7 @@ func (l *etcdLocker) lock(ctx context.Context) (_ Lease, retry bool, _ error) {
 		return Lease{}, false, fmt.Errorf("etcd acquire: %w", err)
 	}
 	m := concurrency.NewMutex(s, l.prefix)
+	MarkAttempt(ctx) // a new session's key: the grant, if any, comes from this Lock
 	done := make(chan error, 1)
 	l.wg.Go(func() { done <- m.Lock(ctx) })
 	select {

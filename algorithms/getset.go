@@ -26,14 +26,21 @@ import (
 // seed 000 "时间戳的问题"). The release is check-then-delete: a holder that pauses between its GET
 // and its DEL (release:after-get) deletes the lock someone took over meanwhile (slow-release).
 // A paused holder writes after its expiry (client-pause). A server clock jump does nothing to it.
-type getsetLocker struct{ *redisBase }
+type getsetLocker struct {
+	*redisBase
+	// plainDEL releases by plain DEL, without the GET compare (the getset-no-compare mutant).
+	plainDEL bool
+	// blindTakeover holds the lock after any GETSET, without comparing the old value with the
+	// one GET saw (the getset-blind-takeover mutant).
+	blindTakeover bool
+}
 
 func newGetSet(cfg Config) (Locker, error) {
 	b, err := newRedisBase(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("getset: %w", err)
 	}
-	return &getsetLocker{b}, nil
+	return &getsetLocker{redisBase: b}, nil
 }
 
 // Acquire runs the seed's lock() loop until it holds the lock or ctx ends.
@@ -92,7 +99,7 @@ func (l *getsetLocker) attempt(ctx context.Context, expires string) (bool, error
 	if err != nil {
 		return false, redisWriteErr("GETSET", err)
 	}
-	return old == current, nil
+	return old == current || l.blindTakeover, nil
 }
 
 // Release deletes the key if GET still shows our expiry; ErrNotHeld otherwise.
@@ -100,6 +107,9 @@ func (l *getsetLocker) Release(ctx context.Context, lease Lease) error {
 	expires, ok := lease.Data.(string)
 	if !ok {
 		return fmt.Errorf("getset release: lease has no expiry value (Data %T)", lease.Data)
+	}
+	if l.plainDEL {
+		return l.releaseByDEL(ctx)
 	}
 	octx, cancel := l.op(ctx)
 	current, err := l.rdb.Get(octx, l.cfg.Name).Result()

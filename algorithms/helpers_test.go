@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -25,8 +26,8 @@ func startCluster(t *testing.T, spec cluster.Spec) cluster.Cluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c, err := cluster.Start(ctx, spec)
-	if errors.Is(err, cluster.ErrMissingBinary) && os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") != "1" {
-		t.Skipf("skip: %v", err)
+	if errors.Is(err, cluster.ErrMissingBinary) {
+		testenv.MissingServer(t, err)
 	}
 	if err != nil {
 		t.Fatalf("cluster.Start(%s): %v", spec.Topology, err)

@@ -105,3 +105,12 @@ var ErrNotHeld = errors.New("lockchaos: lock not held")
 // ErrGaveUp is returned by Acquire when the algorithm gave up without ctx ending (e.g. Redlock
 // could not reach a quorum in time).
 var ErrGaveUp = errors.New("lockchaos: acquire gave up")
+
+// Validator is implemented by Lockers whose lease can end before its Validity says: a lease kept
+// alive by a watchdog that may fail to renew it, or a ZooKeeper session that may be lost. Valid
+// reports whether the holder may still assume it holds l; it must answer at once from local
+// state (no request to a server). The harness's careful client asks it before its read and its
+// write, in addition to checking Validity by its clock.
+type Validator interface {
+	Valid(l Lease) bool
+}

@@ -5,13 +5,6 @@ import (
 	"errors"
 )
 
-// Validator is implemented by Lockers that can say, at any moment, whether the library still
-// believes it holds a lease (a process client's "valid" message). The harness's careful client
-// asks before each write, besides checking the lease's validity by its own clock.
-type Validator interface {
-	Valid(ctx context.Context, l Lease) bool
-}
-
 // Pauser is implemented by Lockers that run in a process of their own: a client-pause fault
 // stops the whole process (SIGSTOP) and resumes it (SIGCONT), so its heartbeat and watchdog
 // threads freeze as in a real GC pause.

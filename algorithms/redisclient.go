@@ -207,6 +207,7 @@ func retryAcquire(ctx context.Context, name string, delay func() time.Duration, 
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("%s acquire: %w", name, err)
 		}
+		MarkAttempt(ctx)
 		held, err := attempt()
 		if err != nil {
 			return fmt.Errorf("%s acquire: %w", name, err)

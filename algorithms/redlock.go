@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,9 +32,14 @@ type redlockLocker struct {
 	quorum  int
 	timeout time.Duration // per node request
 	mu      sync.Mutex    // guards cfg.Rand
+	// noValidity drops the "elapsed < TTL − drift" check: the holder counts TTL − drift from the
+	// moment it has its quorum (the redlock-no-validity mutant).
+	noValidity bool
 }
 
-func newRedlock(cfg Config) (Locker, error) {
+func newRedlock(cfg Config) (Locker, error) { return newRedlockLocker(cfg) }
+
+func newRedlockLocker(cfg Config) (*redlockLocker, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Sentinel != nil {
 		return nil, errors.New("redlock: needs independent masters, not Sentinel")
@@ -109,6 +115,10 @@ func (l *redlockLocker) Acquire(ctx context.Context) (Lease, error) {
 		if err := ctx.Err(); err != nil {
 			return Lease{}, l.giveUp(err, maybe, last)
 		}
+		if !slices.Contains(maybe, true) {
+			// No earlier round's key may still count: the grant, if any, is this round's.
+			MarkAttempt(ctx)
+		}
 		t0 := l.cfg.Clock.Now()
 		last = l.each(ctx, func(c context.Context, n *redis.Client) (bool, error) {
 			return setNXPX(c, n, l.cfg.Name, tok, l.cfg.TTL)
@@ -123,7 +133,12 @@ func (l *redlockLocker) Acquire(ctx context.Context) (Lease, error) {
 			if err := l.cfg.Point(ctx, "acquire:after-quorum"); err != nil {
 				return Lease{}, stoppedHolding("acquire:after-quorum", err)
 			}
-			validity := l.cfg.TTL - l.cfg.Clock.Now().Sub(t0) - drift
+			now := l.cfg.Clock.Now()
+			if l.noValidity {
+				// No check, and TTL − drift counted from now; Validity is from the call.
+				return Lease{Validity: now.Sub(start) + l.cfg.TTL - drift, TTL: l.cfg.TTL, Data: tok}, nil
+			}
+			validity := l.cfg.TTL - now.Sub(t0) - drift
 			if validity > 0 {
 				return Lease{Validity: t0.Sub(start) + validity, TTL: l.cfg.TTL, Data: tok}, nil
 			}

@@ -124,7 +124,7 @@ func init() {
 		Summary:    "token wrapped by Reentrant: the holder may acquire again; the last Release deletes the key.",
 		Source:     "seed 001 (a lock should be reentrant; Curator's InterProcessMutex counts re-entries per thread in its LockData)",
 		Topologies: []string{topoRedisSingle, topoRedisSentinel},
-		Points:     []string{"release:before-del"},
+		Points:     []string{"acquire:after-set", "release:before-del"},
 		New:        newTokenReentrant,
 	})
 }

@@ -22,6 +22,15 @@ type Info struct {
 	Points []string
 	// Fenced is true when Lease.Fence is a real fencing token.
 	Fenced bool
+	// FenceUnchecked, on a Fenced algorithm, tells the harness to run its resource without the
+	// fence check (the fence-unchecked mutant: the tokens are real, nobody looks at them).
+	FenceUnchecked bool
+	// Mutant, when set, marks a mutant (DESIGN.md §11): the name of the real algorithm it breaks.
+	// Mutants are hidden from Names and All (so from `list` and the default matrix), listed by
+	// Mutants, and found by Lookup.
+	Mutant string
+	// Removed says, for a mutant, the one mechanism removed from the real algorithm.
+	Removed string
 	// New builds one client's Locker.
 	New func(Config) (Locker, error)
 }
@@ -60,28 +69,44 @@ func Lookup(name string) (Info, error) {
 	return info, nil
 }
 
-// Names lists the registered algorithms, sorted.
+// Names lists the registered algorithms, sorted, without the mutants.
 func Names() []string {
 	registryMu.RLock()
 	defer registryMu.RUnlock()
+	return namesLocked(false)
+}
+
+// MutantNames lists the registered mutants, sorted.
+func MutantNames() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	return namesLocked(true)
+}
+
+func namesLocked(mutants bool) []string {
 	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
+	for n, info := range registry {
+		if (info.Mutant != "") == mutants {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	return names
 }
 
-// All returns every registered algorithm, sorted by name.
-func All() []Info {
-	names := Names()
+// All returns every registered algorithm but the mutants, sorted by name.
+func All() []Info { return infos(false) }
+
+// Mutants returns every registered mutant (DESIGN.md §11), sorted by name.
+func Mutants() []Info { return infos(true) }
+
+func infos(mutants bool) []Info {
 	registryMu.RLock()
 	defer registryMu.RUnlock()
+	names := namesLocked(mutants)
 	out := make([]Info, 0, len(names))
 	for _, n := range names {
-		if info, ok := registry[n]; ok {
-			out = append(out, info)
-		}
+		out = append(out, registry[n])
 	}
 	return out
 }

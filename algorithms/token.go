@@ -13,32 +13,69 @@ import (
 // (DESIGN §7 client-pause, client class: fencing fixes it); a failover to a replica that never saw
 // the key, a restart without persistence or a clock jump on the node lets a second client in
 // while the first still validly holds (service class, seed 003's master/slave table).
-type tokenLocker struct{ *redisBase }
+type tokenLocker struct {
+	*redisBase
+	mut tokenMutation // zero for the real token lock
+}
 
-func newToken(cfg Config) (Locker, error) {
+// tokenMutation removes one mechanism from the token lock, for its mutants (mutants_token.go).
+type tokenMutation struct {
+	// plainDEL releases by plain DEL, without comparing the token (token-plain-del).
+	plainDEL bool
+	// validityFromReply counts the lease's TTL from when the SET's reply arrived rather than from
+	// when Acquire was called (token-no-validity).
+	validityFromReply bool
+	// noTTL sets the key without PX: no lease, the lock lives until released (token-no-ttl).
+	noTTL bool
+}
+
+func newToken(cfg Config) (Locker, error) { return newTokenWith(cfg, "token", tokenMutation{}) }
+
+func newTokenWith(cfg Config, name string, mut tokenMutation) (Locker, error) {
 	b, err := newRedisBase(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("token: %w", err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &tokenLocker{b}, nil
+	return &tokenLocker{b, mut}, nil
 }
 
 // Acquire retries SET NX PX with one fresh token until it sets the key.
 func (l *tokenLocker) Acquire(ctx context.Context) (Lease, error) {
+	start := l.cfg.Clock.Now()
 	tok := l.token()
 	err := retryAcquire(ctx, "token", l.fixedDelay, func() (bool, error) {
 		octx, cancel := l.op(ctx)
 		defer cancel()
+		if l.mut.noTTL {
+			return setNX(octx, l.rdb, l.cfg.Name, tok)
+		}
 		return setNXPX(octx, l.rdb, l.cfg.Name, tok, l.cfg.TTL)
 	})
 	if err != nil {
 		return Lease{}, err
 	}
-	return Lease{Validity: l.cfg.TTL, TTL: l.cfg.TTL, Data: tok}, nil
+	// Between the reply and the holder's use of it: where a stalled client (GC, scheduler) makes
+	// an acquisition slow after the server granted it (DESIGN §7 latency).
+	if err := l.cfg.Point(ctx, "acquire:after-set"); err != nil {
+		return Lease{}, stoppedHolding("acquire:after-set", err)
+	}
+	if l.mut.noTTL {
+		return Lease{Data: tok}, nil
+	}
+	validity := l.cfg.TTL
+	if l.mut.validityFromReply {
+		// The mutant's holder trusts a full TTL from the reply; Validity is counted from the
+		// call, so the time the acquire took is added on.
+		validity += l.cfg.Clock.Now().Sub(start)
+	}
+	return Lease{Validity: validity, TTL: l.cfg.TTL, Data: tok}, nil
 }
 
 // Release deletes the key only if it still holds the lease's token; ErrNotHeld otherwise.
 func (l *tokenLocker) Release(ctx context.Context, lease Lease) error {
+	if l.mut.plainDEL {
+		return l.releaseByDEL(ctx)
+	}
 	return releaseToken(ctx, l.redisBase, "token", lease)
 }
 
@@ -69,7 +106,7 @@ func init() {
 		Summary:    "SET key random NX PX ttl; release by Lua compare-and-delete.",
 		Source:     "seed 003 (redis分布式锁详解: random value and the Lua release script)",
 		Topologies: []string{topoRedisSingle, topoRedisSentinel},
-		Points:     []string{"release:before-del"},
+		Points:     []string{"acquire:after-set", "release:before-del"},
 		New:        newToken,
 	})
 }

@@ -32,9 +32,10 @@ import (
 // The lease is the session: TTL is the session timeout the client asked for (the server may
 // negotiate it into [2, 20] tickTimes), which is what the server enforces. Validity is 0 (held
 // until released), as in the seed's Curator recipe: InterProcessMutex.acquire returns true and
-// gives its holder no time bound; a holder learns of a lost session only through a
-// connection-state listener, which the recipe does not use. A session that expired (seen on
-// reconnect as a new session id) loses the lock: Release then returns ErrNotHeld.
+// gives its holder no time bound; a holder learns of a lost session through a connection-state
+// listener (LOST), which Valid stands for: a careful holder asks it before it writes. A session
+// that expired (seen on reconnect as a new session id) loses the lock: Valid turns false and
+// Release returns ErrNotHeld.
 //
 // How it fails: a holder cut off from the ensemble (DESIGN §7 partition) or paused past the
 // session timeout (client-pause) loses its session and node while it still believes it holds the
@@ -51,6 +52,17 @@ type zkLocker struct {
 	mu      sync.Mutex     // guards cfg.Rand, dirOK, closing and wg.Add
 	dirOK   bool
 	closing bool
+	mut     zkMutation // zero for the real recipe
+}
+
+// zkMutation removes one mechanism from the recipe, for its mutants (mutants_zookeeper.go).
+type zkMutation struct {
+	// watchLowest makes a waiter watch the lowest node, not its predecessor, and take the lock
+	// when that node goes, without listing the children again (zookeeper-watch-lowest).
+	watchLowest bool
+	// ignoreSession makes the holder trust its lock after its session expired: Valid is always
+	// true (zookeeper-ignore-session).
+	ignoreSession bool
 }
 
 // zkLease is the Lease.Data of the zookeeper algorithm.
@@ -69,6 +81,18 @@ func newZooKeeper(cfg Config) (Locker, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// newZooKeeperWith builds the recipe with one mechanism removed (its mutants).
+func newZooKeeperWith(mut zkMutation) func(Config) (Locker, error) {
+	return func(cfg Config) (Locker, error) {
+		l, err := newZKLocker(cfg)
+		if err != nil {
+			return nil, err
+		}
+		l.mut = mut
+		return l, nil
+	}
 }
 
 // newZKLocker connects the recipe's client (shared with zookeeper+fence).
@@ -186,6 +210,9 @@ func (l *zkLocker) Acquire(ctx context.Context) (Lease, error) {
 		if err := l.ensureDir(ctx); err != nil {
 			return Lease{}, fmt.Errorf("zookeeper acquire: %w", err)
 		}
+		// The grant comes when our node becomes the lowest, any time after its create: the create
+		// is the attempt (a retry after errNodeGone is a new one).
+		MarkAttempt(ctx)
 		path, sid, err := l.create(ctx)
 		if err != nil {
 			return Lease{}, fmt.Errorf("zookeeper acquire: %w", err)
@@ -330,12 +357,18 @@ func (l *zkLocker) wait(ctx context.Context, path string, sid int64) error {
 			return nil
 		}
 		pred := l.dir + "/" + children[i-1]
+		if l.mut.watchLowest {
+			pred = l.dir + "/" + children[0]
+		}
 		// GetW, as Curator uses getData, sets no watch when the node is already gone.
 		ch, err, _ := zkDo(l, func() (<-chan zk.Event, error) {
 			_, _, ch, err := l.conn.GetW(pred)
 			return ch, err
 		})
 		if errors.Is(err, zk.ErrNoNode) {
+			if l.mut.watchLowest {
+				return nil // the mutant's bug: "the lowest is gone, so it is mine"
+			}
 			continue
 		}
 		if err != nil {
@@ -345,6 +378,10 @@ func (l *zkLocker) wait(ctx context.Context, path string, sid int64) error {
 		t := time.NewTimer(l.cfg.SessionTimeout)
 		select {
 		case <-ch:
+			if l.mut.watchLowest {
+				t.Stop()
+				return nil
+			}
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
@@ -355,6 +392,18 @@ func (l *zkLocker) wait(ctx context.Context, path string, sid int64) error {
 		}
 		t.Stop()
 	}
+}
+
+// Valid reports whether the session the lock was taken in is still the client's session. The
+// client learns that a session expired only when it reaches the ensemble again (the server tells
+// it on reconnect), as a Curator user learns it from the LOST connection state; while it is cut
+// off it cannot know, and Valid stays true (DESIGN §7 partition: the session-expiry caveat).
+func (l *zkLocker) Valid(lease Lease) bool {
+	if l.mut.ignoreSession {
+		return true
+	}
+	zl, ok := lease.Data.(zkLease)
+	return ok && l.conn.SessionID() == zl.Session && l.conn.State() != zk.StateExpired
 }
 
 // Release deletes our node; ErrNotHeld when it is gone or its session was lost.

@@ -40,7 +40,7 @@ func BenchmarkChecker(b *testing.B) {
 				run  func() string
 			}
 			jobs := []job{
-				{name: "exclusion", run: func() string { r.exclusion(); return "" }},
+				{name: "exclusion", run: func() string { r.exclusion(r.windows()); return "" }},
 				{name: "illegal-grant sweep", run: func() string { r.illegalGrants(); return "" }},
 				{name: "porcupine lock", run: func() string { c, _ := r.checkLock(); return c.Result }},
 				{name: "porcupine resource", run: func() string { c, _ := r.checkResource(res); return c.Result }},

@@ -39,7 +39,8 @@ func CheckHistory(h *history.History, opts Options) *Outcome {
 	r.counts(res)
 
 	// Safety.
-	overlaps := r.exclusion()
+	ws := r.windows()
+	overlaps := r.exclusion(ws)
 	grants := r.illegalGrants()
 	lockRes, lockLin := r.checkLock()
 	resOps := r.resourceOps()
@@ -58,6 +59,7 @@ func CheckHistory(h *history.History, opts Options) *Outcome {
 
 	var vs []Violation
 	illegal := make(map[int]bool, len(grants))
+	causeOf := make(map[int]string, len(grants)) // illegally granted acquire → what let it happen
 	for _, g := range grants {
 		illegal[g.b] = true
 		a, b := &r.ops[g.a], &r.ops[g.b]
@@ -65,9 +67,12 @@ func CheckHistory(h *history.History, opts Options) *Outcome {
 		if g.until != history.Never {
 			until = fmt.Sprintf("could not have expired before %.3fms", ms(g.until))
 		}
+		cause := r.serviceCause(a, b)
+		causeOf[g.b] = cause
 		vs = append(vs, Violation{Kind: "service", Class: ServiceClass, AtMs: ms(b.Return), A: ref(a), B: ref(b),
 			Explanation: fmt.Sprintf("the lock service granted acq %d to client %d by %.3fms while acq %d of client %d held a lease that %s and had not been released",
-				b.ID, b.Client, ms(b.Return), a.ID, a.Client, until)})
+				b.ID, b.Client, ms(b.Return), a.ID, a.Client, until),
+			Cause: fmt.Sprintf("client %d granted at %s while client %d's lease ran to %s; %s", b.Client, fmtMs(b.Return), a.Client, fmtMs(g.until), cause)})
 	}
 	located := true
 	if lockIllegal && len(grants) == 0 {
@@ -91,9 +96,14 @@ func CheckHistory(h *history.History, opts Options) *Outcome {
 		if excl[i] == ServiceClass {
 			v.Explanation = fmt.Sprintf("client %d (acq %d) started holding at %.3fms while client %d (acq %d) was still using the resource%s; the lock service's grants were illegal",
 				b.Client, b.ID, ms(ov.at), a.Client, a.ID, late)
+			v.Cause = causeOf[ov.b]
+			if v.Cause == "" {
+				v.Cause = causeOf[ov.a]
+			}
 		} else {
 			v.Explanation = fmt.Sprintf("client %d (acq %d) started holding at %.3fms while client %d (acq %d) was still using the resource%s after its lease could have expired: the grant was legal, the old holder used an expired lease",
 				b.Client, b.ID, ms(ov.at), a.Client, a.ID, late)
+			v.Cause = r.clientCause(a, ov.aEnd)
 		}
 		vs = append(vs, v)
 	}
@@ -107,6 +117,18 @@ func CheckHistory(h *history.History, opts Options) *Outcome {
 		}
 		vs = append(vs, Violation{Kind: "lost-update", Class: c, Explanation: "porcupine found no order of atomic increments that explains the counter: an update was lost"})
 	}
+	var fenceV *Violation
+	res.FenceRegressions, fenceV = r.fenceRegressions()
+	if fenceV != nil {
+		vs = append(vs, *fenceV)
+	}
+	for i := range r.ops {
+		if w := &r.ops[i]; w.Op == history.OpWrite && w.Ok() {
+			if j, ok := r.acquireOf(w); ok && expiredWrite(&r.ops[j], w) {
+				res.ExpiredWrites++
+			}
+		}
+	}
 	slices.SortStableFunc(vs, func(x, y Violation) int { return cmp.Compare(x.AtMs, y.AtMs) })
 	unsafe := len(vs) > 0
 	for _, v := range vs {
@@ -119,6 +141,10 @@ func CheckHistory(h *history.History, opts Options) *Outcome {
 	stallD, stuck := r.liveness()
 	res.LongestStallMs = ms(int64(stallD))
 
+	// Evidence: could this run have failed?
+	evidence := r.evidence(res, r.unfired)
+	res.Evidence = evidence
+
 	switch {
 	case unsafe:
 		res.Verdict = Unsafe
@@ -126,15 +152,23 @@ func CheckHistory(h *history.History, opts Options) *Outcome {
 		res.FirstViolation = &first
 		c := first.Class
 		res.ViolationClass = &c
+		res.Evidence = EvidenceOK // the violation is its own evidence
 	case stuck != nil:
 		res.Verdict = Stuck
 		res.FirstViolation = stuck
+		res.Evidence = EvidenceOK
 	case lockRes.Result == string(porcupine.Unknown) || resRes.Result == string(porcupine.Unknown):
 		res.Verdict = Unknown
 		res.Warnings = append(res.Warnings, fmt.Sprintf("a linearizability check timed out after %v: the verdict is unknown, not safe (raise the timeout)", r.opts.Timeout))
 	case res.AcquiresOk == 0:
 		res.Verdict = Unknown
 		res.Warnings = append(res.Warnings, "no acquire succeeded: too few operations to judge")
+		if res.Evidence == EvidenceOK {
+			res.Evidence = "no acquire succeeded"
+		}
+	case evidence != EvidenceOK:
+		res.Verdict = Unknown
+		res.Warnings = append(res.Warnings, "no evidence the run could have failed: "+evidence)
 	default:
 		res.Verdict = Safe
 	}
@@ -146,27 +180,32 @@ func CheckHistory(h *history.History, opts Options) *Outcome {
 		m := Matches(res, *res.Expected)
 		res.Matches = &m
 	}
+	res.DecidedBy = decidedBy(res, vs)
+	out.Analysis = Analysis{Holds: r.holds(ws), Leases: r.leases(), Violations: vs}
+	for _, d := range res.DangerWindows {
+		out.Analysis.Danger = append(out.Analysis.Danger, [2]int64{int64(d.StartMs * 1e6), int64(d.EndMs * 1e6)})
+	}
 	res.CheckerMs = ms(int64(time.Since(began)))
 	return out
 }
 
 // Matches reports whether a result meets an expectation: "safe", "unsafe", "stuck", "unknown",
-// or "unsafe-service" / "unsafe-client", which also need a violation of that class among
-// ClassesSeen (the first violation's class alone is ViolationClass).
+// "unsafe-service" / "unsafe-client", which also need a violation of that class among
+// ClassesSeen (the first violation's class alone is ViolationClass), or "unsafe-lost", which
+// needs an update proven lost.
 func Matches(res *Result, expected string) bool {
-	if expected == "racy" {
-		// A race the scenario hits in some runs only: a violation is the known bug, a safe run a
-		// miss; anything else (stuck, unknown) is not the expected behaviour.
-		return res.Verdict == Safe || res.Verdict == Unsafe
-	}
 	verdict, class, _ := strings.Cut(expected, "-")
 	if Verdict(verdict) != res.Verdict {
 		return false
 	}
+	if class == "lost" {
+		return res.LostUpdates > 0
+	}
 	return class == "" || slices.Contains(res.ClassesSeen, Class(class))
 }
 
-// excludedClass classifies each overlap. It is the service's fault when either acquisition of the
+// excludedClass classifies each overlap. It is the client's fault when the old holder's late
+// access was a write after its own validity ended. Otherwise it is the service's fault when either acquisition of the
 // pair was granted illegally, or when porcupine proved an illegal grant that could not be pinned on
 // any acquisition (unlocated); otherwise the grants were legal and the old holder used an expired
 // lease.
@@ -174,6 +213,10 @@ func (r *run) excludedClass(overlaps []overlap, illegal map[int]bool, unlocated 
 	out := make([]Class, len(overlaps))
 	for i, ov := range overlaps {
 		switch {
+		case ov.aEnd >= 0 && expiredWrite(&r.ops[ov.a], &r.ops[ov.aEnd]):
+			// The old holder wrote after its own validity ended: whatever the grants, it
+			// used a lease it could know was over.
+			out[i] = ClientClass
 		case illegal[ov.a] || illegal[ov.b]:
 			out[i] = ServiceClass
 		case unlocated:

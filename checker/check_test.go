@@ -216,7 +216,7 @@ func TestCheckHistories(t *testing.T) {
 			b.cs(1, 0)
 			b.faultSpan("partition", 10, 9000, "")
 			b.op(history.OpAcquire, 2, 0, 20, history.TypeFail, 9500, nil, "acquire timeout")
-			b.cs(2, 10100)
+			b.cs(2, 9600) // in the danger window: the run has evidence
 			return b.history()
 		}, want{verdict: Safe}},
 	}
@@ -335,8 +335,9 @@ func TestMatches(t *testing.T) {
 func TestTruncatedHistoryWarnings(t *testing.T) {
 	b := newHB("token", time.Second)
 	b.cs(1, 0)
+	b.cs(2, 10)
 	var buf bytes.Buffer
-	buf.WriteString(`{"type":"meta","algorithm":"token","scenario":"s","backend":"local","seed":1,"clients":1,"ttl_ns":1000000000,"started":"","version":""}` + "\n")
+	buf.WriteString(`{"type":"meta","algorithm":"token","scenario":"s","backend":"local","seed":1,"clients":2,"ttl_ns":1000000000,"started":"","version":""}` + "\n")
 	for _, e := range b.h.Events {
 		buf.Write(history.AppendJSON(nil, e))
 	}

@@ -94,8 +94,8 @@ func (r *run) windows() []window {
 // of times the lock was handed to a second user while the first still used the resource, and it
 // cannot blow up quadratically on one very long window. Windows that only touch (b starts at the
 // very nanosecond a ends) do not overlap.
-func (r *run) exclusion() []overlap {
-	ws := r.windows()
+func (r *run) exclusion(ws []window) []overlap {
+	ws = slices.Clone(ws)
 	slices.SortFunc(ws, func(x, y window) int {
 		if c := cmp.Compare(x.lock, y.lock); c != 0 {
 			return c
@@ -110,7 +110,9 @@ func (r *run) exclusion() []overlap {
 		maxAt := i
 		for j := i + 1; j < len(ws) && ws[j].lock == ws[i].lock; j++ {
 			w := &ws[j]
-			if w.start < ws[maxAt].end {
+			// A window without accesses (a careful holder that found its lease gone) is a point
+			// that marks a grant, not a use: it overlaps nothing.
+			if w.start < ws[maxAt].end && w.last >= 0 {
 				out = append(out, overlap{a: ws[maxAt].acq, b: w.acq, at: w.start, aEnd: ws[maxAt].last})
 			}
 			if w.end > ws[maxAt].end {

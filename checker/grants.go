@@ -25,7 +25,8 @@ type grant struct {
 //   - and if the two acquires overlap, so that B might have been granted first, A's grant is
 //     illegal in that order too: B's lease cannot have expired nor been released by A.return.
 //
-// A.start is a lower bound of when A's lease began, computed as the model does: A's call, or, when
+// A.start is a lower bound of when A's lease began, computed as the model does: when A's winning
+// attempt was sent (its call when the history does not say), or, when
 // A can only have been granted after its predecessor P, the moment P's lock can first have become
 // free (P's earliest expiry, or P's release call if earlier). It matters for a client that waited
 // long in acquire: its call says nothing about when its lease began.
@@ -67,7 +68,7 @@ func (r *run) illegalGrants() []grant {
 	for k, bi := range acq {
 		b := &r.ops[bi]
 		if k == 0 || r.ops[acq[k-1]].Lock != b.Lock {
-			aStart = b.Call
+			aStart = b.Sent
 			continue
 		}
 		ai := acq[k-1]
@@ -75,7 +76,7 @@ func (r *run) illegalGrants() []grant {
 		ttlA, ttlB := r.ttl(a), r.ttl(b)
 		expired := ttlA > 0 && b.Return >= aStart+ttlA
 		wasReleased := released(ai, b.Return)
-		bFirst := b.Call <= a.Return && ((ttlB > 0 && a.Return >= b.Call+ttlB) || released(bi, a.Return))
+		bFirst := b.Sent <= a.Return && ((ttlB > 0 && a.Return >= b.Sent+ttlB) || released(bi, a.Return))
 		switch {
 		case !expired && !wasReleased && !bFirst:
 			until := history.Never
@@ -83,9 +84,9 @@ func (r *run) illegalGrants() []grant {
 				until = aStart + ttlA
 			}
 			out = append(out, grant{a: ai, b: bi, until: until})
-			aStart = b.Call
+			aStart = b.Sent
 		case bFirst:
-			aStart = b.Call
+			aStart = b.Sent
 		default:
 			free := history.Never
 			if ttlA > 0 {
@@ -94,7 +95,7 @@ func (r *run) illegalGrants() []grant {
 			if wasReleased {
 				free = min(free, rel[ai])
 			}
-			aStart = max(b.Call, free)
+			aStart = max(b.Sent, free)
 		}
 	}
 	return out

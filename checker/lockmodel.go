@@ -210,7 +210,7 @@ func (r *run) lockHistoryOf(reduce bool, minChunk int) ([]porcupine.Operation, i
 				released[j] = true
 			}
 		case o.Op == history.OpAcquire && o.Status == history.TypeOk:
-			oks[o.Lock] = append(oks[o.Lock], okAcq{call: o.Call, i: i})
+			oks[o.Lock] = append(oks[o.Lock], okAcq{call: o.Sent, i: i})
 		}
 	}
 	for _, l := range oks {
@@ -243,7 +243,13 @@ func (r *run) lockHistoryOf(reduce bool, minChunk int) ([]porcupine.Operation, i
 			continue
 		}
 		unknown := o.Status != history.TypeOk
-		in := lockInput{call: o.Call, ret: o.Return, unknown: unknown, client: o.Client}
+		// An acquire took effect after its winning attempt was sent (Sent; Call when unknown):
+		// earlier retries of the loop did not take the lock.
+		call := o.Call
+		if o.Op == history.OpAcquire {
+			call = o.Sent
+		}
+		in := lockInput{call: call, ret: o.Return, unknown: unknown, client: o.Client}
 		ret := o.Return
 		lock := o.Lock
 		switch o.Op {
@@ -277,7 +283,7 @@ func (r *run) lockHistoryOf(reduce bool, minChunk int) ([]porcupine.Operation, i
 		}
 		in.lock = l
 		byLock[l] = append(byLock[l], porcupine.Operation{
-			ClientId: max(o.Client-1, 0), Input: in, Call: o.Call,
+			ClientId: max(o.Client-1, 0), Input: in, Call: call,
 			Output: string(o.Status), Return: ret, Metadata: o.ID,
 		})
 	}

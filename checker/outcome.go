@@ -6,6 +6,7 @@ import "github.com/anishathalye/porcupine"
 // linearization info for the visualization (nil when that check did not run).
 type Outcome struct {
 	Result   Result
+	Analysis Analysis
 	Lock     *Linearization
 	Resource *Linearization
 }

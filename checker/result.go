@@ -49,6 +49,9 @@ type Violation struct {
 	A           OpRef  `json:"a"`
 	B           OpRef  `json:"b"`
 	Explanation string `json:"explanation"`
+	// Cause names the concrete operation or fault that let it happen (which client's which
+	// operation at what time), when the history shows one.
+	Cause string `json:"cause,omitempty"`
 }
 
 // Check is the outcome of one porcupine check.
@@ -89,4 +92,25 @@ type Result struct {
 	// Matches is set when Expected is: whether Verdict (and class, if the expectation names
 	// one) matches it.
 	Matches *bool `json:"matches_expectation,omitempty"`
+
+	// Evidence (DESIGN.md §10): what shows the run could have failed.
+	FaultsPlanned  []PlannedFault `json:"faults_planned"`
+	FaultsFired    []FiredFault   `json:"faults_fired"`
+	WritesOk       int            `json:"writes_ok"`
+	WritesRejected int            `json:"writes_rejected"`
+	// WritesInWindow and GrantsInWindow count the writes, and the grants to clients other than
+	// the faulted ones, in the danger windows: from each fault's start until one lease after it
+	// healed.
+	WritesInWindow int    `json:"writes_in_window"`
+	GrantsInWindow int    `json:"grants_in_window"`
+	DangerWindows  []Span `json:"danger_windows"`
+	// Evidence is "ok", or one line saying what is missing; a safe run without evidence is
+	// unknown. An unsafe or stuck run's violation is its own evidence.
+	Evidence string `json:"evidence"`
+	// FenceRegressions counts accepted writes whose fence did not go forward.
+	FenceRegressions int `json:"fence_regressions"`
+	// ExpiredWrites counts writes made after the holder's own validity (validity_ns) ended.
+	ExpiredWrites int `json:"expired_writes"`
+	// DecidedBy says in one line what decided the verdict, with the numbers that did.
+	DecidedBy string `json:"decided_by"`
 }

@@ -21,6 +21,7 @@ type run struct {
 	lockOps   []porcupine.Operation
 	lockParts int // porcupine partitions of lockOps
 	warnings  []string
+	unfired   []history.UnfiredFault
 }
 
 func newRun(h *history.History, opts Options) *run {
@@ -36,6 +37,7 @@ func newRun(h *history.History, opts Options) *run {
 		}
 	}
 	r.faults = history.Faults(h.Events)
+	r.unfired = history.Unfired(h.Events)
 	for i := range h.Events {
 		if t := h.Events[i].AtNs; t > r.end {
 			r.end = t

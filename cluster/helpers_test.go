@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // needServers skips the test when the topology's servers are not installed, unless CI asks for
@@ -18,10 +20,7 @@ import (
 func needServers(t *testing.T, topology string) {
 	t.Helper()
 	if err := checkBinaries(topology); err != nil {
-		if os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") == "1" {
-			t.Fatalf("LOCKCHAOS_REQUIRE_SERVERS=1 but: %v", err)
-		}
-		t.Skipf("skip: %v", err)
+		testenv.MissingServer(t, err)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"os"
 	"slices"
 	"sort"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -28,8 +28,8 @@ func startCluster(t *testing.T, spec cluster.Spec) cluster.Cluster {
 	defer cancel()
 	t0 := time.Now()
 	c, err := cluster.Start(ctx, spec)
-	if errors.Is(err, cluster.ErrMissingBinary) && os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") != "1" {
-		t.Skipf("skip: %v", err)
+	if errors.Is(err, cluster.ErrMissingBinary) {
+		testenv.MissingServer(t, err)
 	}
 	if err != nil {
 		t.Fatalf("cluster.Start(%s): %v", spec.Topology, err)

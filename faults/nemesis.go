@@ -49,11 +49,15 @@ type Nemesis struct {
 }
 
 type rule struct {
+	index int // 1-based, as history lines name it (Event.Rule)
 	spec  Spec
 	kind  Kind
 	mu    sync.Mutex
 	seen  int
 	fired int
+	// injected counts occurrences that took effect; lastErr is the last injection's error.
+	injected int
+	lastErr  string
 }
 
 // Planned is one timed occurrence, decided before the run from the seed.
@@ -78,7 +82,7 @@ func New(env Env, specs []Spec, opt Options) (*Nemesis, error) {
 		if s.Client > env.Clients() {
 			return nil, fmt.Errorf("fault %d: fault %s: client is %d, but the run has clients 1..%d", i+1, s.Kind, s.Client, env.Clients())
 		}
-		n.rules = append(n.rules, &rule{spec: s, kind: kinds[s.Kind]})
+		n.rules = append(n.rules, &rule{index: i + 1, spec: s, kind: kinds[s.Kind]})
 	}
 	n.plan = Plan(specs, opt.Seed, opt.Duration)
 	return n, nil
@@ -122,7 +126,7 @@ func (n *Nemesis) Start(ctx context.Context) error {
 		}
 		id := n.nextID.Add(1)
 		heal, err := a.Arm(ctx, n.env, r.spec)
-		n.record(history.Event{Phase: history.PhaseStart, Fault: id, Name: r.spec.Kind + ":arm",
+		n.record(history.Event{Phase: history.PhaseStart, Fault: id, Rule: r.index, Name: r.spec.Kind + ":arm",
 			Target: r.spec.Nodes, Detail: "prepared before clients start", Error: errString(err)})
 		if err != nil {
 			n.record(history.Event{Phase: history.PhaseEnd, Fault: id, Error: errString(err)})
@@ -200,8 +204,15 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 	if err == nil {
 		heal, err = r.kind.Inject(ctx, n.env, t)
 	}
-	n.record(history.Event{Phase: history.PhaseStart, Fault: id, Name: r.spec.Kind,
+	n.record(history.Event{Phase: history.PhaseStart, Fault: id, Rule: r.index, Name: r.spec.Kind,
 		Target: describeTarget(t), Point: r.spec.Point, Detail: detail, Error: errString(err)})
+	r.mu.Lock()
+	if err != nil {
+		r.lastErr = err.Error()
+	} else {
+		r.injected++
+	}
+	r.mu.Unlock()
 	if err != nil {
 		n.record(history.Event{Phase: history.PhaseEnd, Fault: id, Error: errString(err)})
 		return nil // a failed fault is recorded, and the run goes on

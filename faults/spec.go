@@ -45,6 +45,10 @@ type Spec struct {
 	Jitter Duration `yaml:"jitter,omitempty" json:"jitter,omitempty"`
 	// Stream is "both" (default), "upstream" (client→server) or "downstream" for link faults.
 	Stream string `yaml:"stream,omitempty" json:"stream,omitempty"`
+	// Setup marks a fault that shapes the run rather than attacks it (a partition in force from
+	// the start that decides which nodes each client reaches): it must still fire, but it opens
+	// no danger window of its own (DESIGN.md §10).
+	Setup bool `yaml:"setup,omitempty" json:"setup,omitempty"`
 }
 
 // Duration is a time.Duration that reads and writes as a Go duration string ("1.5s").

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockchaos/lockchaos/algorithms"
@@ -54,6 +55,10 @@ func (c *client) once(ctx context.Context) error {
 	acq := c.rec.invoke(history.Event{Op: history.OpAcquire, Client: c.id, Lock: c.lock})
 	start := c.clock.Now()
 	actx, cancel := context.WithTimeout(ctx, c.w.AcquireTimeout)
+	// When the latest attempt was sent: the winning one, if Acquire succeeds. Atomic, since a
+	// user's Locker may mark attempts from its own goroutines.
+	var sent atomic.Int64
+	actx = algorithms.WithAttemptHook(actx, func() { sent.Store(c.rec.now()) })
 	lease, err := c.locker.Acquire(actx)
 	cancel()
 	if err != nil {
@@ -72,7 +77,7 @@ func (c *client) once(ctx context.Context) error {
 		return nil
 	}
 	c.rec.complete(acq, history.TypeOk, history.Event{Fence: lease.Fence,
-		ValidityNs: int64(lease.Validity), TTLNs: int64(lease.TTL)})
+		ValidityNs: int64(lease.Validity), TTLNs: int64(lease.TTL), SentNs: sent.Load()})
 
 	if err := c.criticalSection(ctx, acq, start, lease); err != nil {
 		return errStop
@@ -105,19 +110,19 @@ func (c *client) criticalSection(ctx context.Context, acq int64, start time.Time
 	if err := c.point(ctx, PointAcquired); err != nil {
 		return err
 	}
-	if expired(c.clock, start, lease) {
+	if expired(c.clock, start, lease) || !c.valid(lease) {
 		// The acquisition took longer than the lease (Redlock's rule: a lock granted too late is
 		// not used). A careful client does not touch the resource and releases.
 		return c.point(ctx, PointBeforeRelease)
 	}
-	rd := c.rec.invoke(history.Event{Op: history.OpRead, Client: c.id, Lock: c.lock, Acq: acq})
-	v := c.res.read()
+	rd := c.rec.invoke(history.Event{Op: history.OpRead, Client: c.id, Lock: c.lock, Acq: acq, Fence: lease.Fence})
+	v := c.res.read(lease.Fence)
 	c.rec.complete(rd, history.TypeOk, history.Event{Value: history.Int64(v)})
 
 	if !sleep(ctx, c.w.Hold) {
 		return errStop
 	}
-	if expired(c.clock, start, lease) || !c.valid(ctx, lease) {
+	if expired(c.clock, start, lease) || !c.valid(lease) {
 		// The lease may have expired: a careful client does not write.
 		return c.point(ctx, PointBeforeRelease)
 	}
@@ -140,10 +145,11 @@ func expired(clock algorithms.Clock, start time.Time, lease algorithms.Lease) bo
 	return lease.Validity > 0 && clock.Now().Sub(start) >= lease.Validity
 }
 
-// valid asks a Locker that can tell (algorithms.Validator) whether it still holds the lease.
-func (c *client) valid(ctx context.Context, lease algorithms.Lease) bool {
+// valid asks a Locker that can tell (algorithms.Validator: a renewing watchdog, a session)
+// whether the lease is still held; a Locker that cannot is trusted by its Validity alone.
+func (c *client) valid(lease algorithms.Lease) bool {
 	v, ok := c.locker.(algorithms.Validator)
-	return !ok || v.Valid(ctx, lease)
+	return !ok || v.Valid(lease)
 }
 
 // broken ends the run when err says the client broke its protocol (algorithms.ErrBroken): the

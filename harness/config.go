@@ -44,6 +44,9 @@ type Workload struct {
 	// NoWait runs the loop with no hold and no think time (Hold and Think are ignored; their zero
 	// value means the default).
 	NoWait bool
+	// NoHold and NoThink make Hold, or Think, zero (a zero Hold or Think means the default): a
+	// scenario file's "hold: 0s" and "think: 0s".
+	NoHold, NoThink bool
 }
 
 // Proxy modes (DESIGN.md §3): auto puts proxies only on runs whose scenario may fault links.
@@ -105,6 +108,10 @@ func (c Config) withDefaults() (Config, algorithms.Info, error) {
 	if !supported {
 		return c, info, fmt.Errorf("%w: algorithm %s does not run on topology %s (it runs on %v)", ErrBadConfig, c.Algorithm, c.Topology, info.Topologies)
 	}
+	if info.FenceUnchecked {
+		// The fence-unchecked mutant: its fences are real, its resource does not look at them.
+		c.Fencing = false
+	}
 	if c.Backend == "" {
 		c.Backend = cluster.Local
 	}
@@ -123,8 +130,11 @@ func (c Config) withDefaults() (Config, algorithms.Info, error) {
 	if c.Think == 0 {
 		c.Think = 5 * time.Millisecond
 	}
-	if c.NoWait {
-		c.Hold, c.Think = 0, 0
+	if c.NoWait || c.NoHold {
+		c.Hold = 0
+	}
+	if c.NoWait || c.NoThink {
+		c.Think = 0
 	}
 	if c.AcquireTimeout == 0 {
 		c.AcquireTimeout = max(2*c.TTL, time.Second)
@@ -143,7 +153,9 @@ func (c Config) withDefaults() (Config, algorithms.Info, error) {
 	if c.StuckAfter == 0 {
 		c.StuckAfter = max(2*c.TTL, time.Second)
 	}
-	if c.Tail == 0 {
+	if c.Tail == 0 && len(c.Faults) > 0 {
+		// Without faults there is nothing to heal from: the fault phase is the whole run, and
+		// its stalls are judged as they are.
 		c.Tail = c.StuckAfter + c.TTL
 	}
 	switch {

@@ -15,6 +15,7 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/harness"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // run runs cfg and checks its history; a missing server skips the test unless CI requires them.
@@ -26,8 +27,8 @@ func run(t *testing.T, cfg harness.Config) *checker.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := harness.Run(ctx, cfg)
-	if errors.Is(err, cluster.ErrMissingBinary) && os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") != "1" {
-		t.Skipf("skip: %v", err)
+	if errors.Is(err, cluster.ErrMissingBinary) {
+		testenv.MissingServer(t, err)
 	}
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -220,8 +221,8 @@ func TestPanicInLockEndsRunCleanly(t *testing.T) {
 	t.Setenv("TMPDIR", tmp)
 	res, err := harness.Run(context.Background(), harness.Config{Algorithm: "test-panicky", Scenario: "panic",
 		Dir: dir, Duration: 5 * time.Second, Workload: harness.Workload{Clients: 1}})
-	if errors.Is(err, cluster.ErrMissingBinary) && os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") != "1" {
-		t.Skipf("skip: %v", err)
+	if errors.Is(err, cluster.ErrMissingBinary) {
+		testenv.MissingServer(t, err)
 	}
 	if err == nil || !strings.Contains(err.Error(), "panicked: boom") {
 		t.Fatalf("err = %v, want the panic as the run's error", err)
@@ -260,5 +261,31 @@ func TestTwoRunsAtOnce(t *testing.T) {
 		if r == nil || r.Verdict != checker.Safe || r.AcquiresOk < 20 {
 			t.Errorf("run %d: %+v", i, r)
 		}
+	}
+}
+
+// TestZeroHoldThinkNoTail: NoHold and NoThink make the hold and the think time zero (a scenario
+// file's "hold: 0s"), and a run without faults ends with its fault phase: no liveness tail.
+func TestZeroHoldThinkNoTail(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	dir := t.TempDir()
+	r := run(t, harness.Config{Algorithm: "token", Scenario: "throughput", Seed: 1, Dir: dir, Duration: time.Second,
+		Workload: harness.Workload{Clients: 2, TTL: 10 * time.Second, NoHold: true, NoThink: true}})
+	h, err := history.ReadFile(filepath.Join(dir, harness.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Meta.HoldNs != 0 {
+		t.Errorf("hold_ns %d, want 0", h.Meta.HoldNs)
+	}
+	if r.Verdict != checker.Safe {
+		t.Errorf("verdict %s (%s), want safe", r.Verdict, r.DecidedBy)
+	}
+	// With a 10 s TTL the old default tail (StuckAfter + TTL) alone was 30 s of operations.
+	last := h.Events[len(h.Events)-1].AtNs
+	if last > int64(5*time.Second) {
+		t.Errorf("a 1 s run without faults recorded operations until %v: it ran a liveness tail it does not need", time.Duration(last))
 	}
 }

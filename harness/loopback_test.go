@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // TestListenersAreLoopbackOnly starts every topology with proxies and checks that every listening
@@ -26,8 +27,8 @@ func TestListenersAreLoopbackOnly(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			c, err := cluster.Start(ctx, cluster.Spec{Topology: topo, Clients: 2, Proxies: true, Dir: t.TempDir()})
-			if errors.Is(err, cluster.ErrMissingBinary) && os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") != "1" {
-				t.Skipf("skip: %v", err)
+			if errors.Is(err, cluster.ErrMissingBinary) {
+				testenv.MissingServer(t, err)
 			}
 			if err != nil {
 				t.Fatal(err)

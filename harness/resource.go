@@ -18,9 +18,17 @@ type resource struct {
 	fencing  bool
 }
 
-func (r *resource) read() int64 {
+// read returns the counter. With fencing, the reader's fence counts as seen: a holder that read
+// under a newer fence has begun its read-modify-write, so a stale holder's write that lands after
+// that read is rejected too — otherwise the stale write would slip in between the new holder's
+// read and its write, and the new holder's increment would overwrite it (a lost update that
+// fencing on writes alone lets through).
+func (r *resource) read(fence uint64) int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.fencing && fence > r.maxFence {
+		r.maxFence = fence
+	}
 	return r.value
 }
 

@@ -21,6 +21,9 @@ var errCrashed = faults.ErrCrashed
 // HistoryFile is the name of the history in a run directory.
 const HistoryFile = "history.jsonl"
 
+// historyFlush is how often the recorder's queued events are written to the history.
+const historyFlush = 5 * time.Millisecond
+
 // Result says where a run's history is and what was planned.
 type Result struct {
 	Dir         string
@@ -61,11 +64,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Algorithm: cfg.Algorithm, Scenario: cfg.Scenario, Topology: cfg.Topology, Backend: cfg.Backend,
 		Seed: cfg.Seed, Clients: cfg.Clients, TTLNs: int64(cfg.TTL), HoldNs: int64(cfg.Hold),
 		Fencing: cfg.Fencing, Expected: cfg.Expected, StuckAfterNs: int64(cfg.StuckAfter),
+		SessionTimeoutNs: int64(cfg.SessionTimeout), Faults: plannedFaults(cfg.Faults),
 		Started: time.Now().UTC().Format(time.RFC3339Nano), Version: cfg.Version, Command: cfg.Command,
 	})
 	if err != nil {
 		return nil, err
 	}
+	// Clients queue their events and a flusher writes them in batches: the recorder stays off
+	// the lock's critical path. A SIGKILL of the harness loses at most the last historyFlush of
+	// events (their operations then read as unfinished: unknown outcomes, never false verdicts);
+	// fault boundaries are written and synced at once.
+	w.FlushEvery(historyFlush)
 	rec := &recorder{w: w, base: time.Now()}
 	err = run(ctx, cfg, info, cl, rec, res)
 	if cerr := w.Close(); err == nil {
@@ -138,6 +147,7 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 	// Fault phase, then every fault healed, then the liveness window.
 	sleep(runCtx, cfg.Duration)
 	nem.HealAll()
+	nem.RecordUnfired()
 	_ = rec.w.Sync()
 	sleep(runCtx, cfg.Tail)
 	stopClients()
@@ -149,6 +159,16 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 		return err
 	}
 	return nil
+}
+
+// plannedFaults is the meta line's record of the scenario's faults.
+func plannedFaults(specs []faults.Spec) []history.PlannedFault {
+	out := make([]history.PlannedFault, len(specs))
+	for i, s := range specs {
+		out[i] = history.PlannedFault{Kind: s.Kind, Point: s.Point, Client: s.Client, AtNs: int64(s.At),
+			ForNs: int64(s.For), Clients: s.Clients, Nodes: s.Nodes, Setup: s.Setup}
+	}
+	return out
 }
 
 // newClients builds every client's Locker on its own endpoints, clock, named-point hook and

@@ -45,6 +45,9 @@ func AppendJSON(dst []byte, e Event) []byte {
 	if e.TTLNs != 0 {
 		dst = appendInt(dst, "ttl_ns", e.TTLNs)
 	}
+	if e.SentNs != 0 {
+		dst = appendInt(dst, "sent_ns", e.SentNs)
+	}
 	if e.Value != nil {
 		dst = appendInt(dst, "value", *e.Value)
 	}
@@ -57,6 +60,9 @@ func AppendJSON(dst []byte, e Event) []byte {
 	}
 	if e.Fault != 0 {
 		dst = appendInt(dst, "fault", e.Fault)
+	}
+	if e.Rule != 0 {
+		dst = appendInt(dst, "rule", int64(e.Rule))
 	}
 	for _, f := range [...]struct{ k, v string }{
 		{"name", e.Name}, {"target", e.Target}, {"point", e.Point}, {"detail", e.Detail},

@@ -28,10 +28,12 @@ const (
 	OpWrite   Op = "write"
 )
 
-// Fault phases.
+// Fault phases. A planned fault that never fired gets one PhaseUnfired line at the end of the
+// run, with the reason in Detail (its point was never reached, its target did not exist).
 const (
-	PhaseStart = "start"
-	PhaseEnd   = "end"
+	PhaseStart   = "start"
+	PhaseEnd     = "end"
+	PhaseUnfired = "unfired"
 )
 
 // Meta is the first line of every history: what ran, with which parameters.
@@ -50,10 +52,15 @@ type Meta struct {
 	// Expected is the verdict the scenario catalogue expects, "" when none.
 	Expected string `json:"expected,omitempty"`
 	// StuckAfterNs is how long without a grant, after all faults healed, makes a run stuck.
-	StuckAfterNs int64  `json:"stuck_after_ns,omitempty"`
-	Started      string `json:"started"` // RFC 3339 wall-clock time of the run's start
-	Version      string `json:"version"`
-	Command      string `json:"command,omitempty"` // the command line that re-runs this cell
+	StuckAfterNs int64 `json:"stuck_after_ns,omitempty"`
+	// SessionTimeoutNs is the ZooKeeper/etcd session timeout, when the lock has one: with the
+	// TTL it sizes the danger window after a fault (DESIGN.md §10).
+	SessionTimeoutNs int64 `json:"session_timeout_ns,omitempty"`
+	// Faults are the scenario's planned faults, in order; fault lines name theirs by Rule.
+	Faults  []PlannedFault `json:"faults,omitempty"`
+	Started string         `json:"started"` // RFC 3339 wall-clock time of the run's start
+	Version string         `json:"version"`
+	Command string         `json:"command,omitempty"` // the command line that re-runs this cell
 }
 
 // Event is one line after the meta line. Which fields are set depends on Type and Op; the JSON
@@ -75,14 +82,21 @@ type Event struct {
 	Fence      uint64 `json:"fence,omitempty"`
 	ValidityNs int64  `json:"validity_ns,omitempty"`
 	TTLNs      int64  `json:"ttl_ns,omitempty"`
+	// SentNs, on an acquire's completion, is when the attempt that won the lock was sent: the
+	// acquire's effect happened between it and the completion, whatever the earlier retries did.
+	// Absent (0) means the invocation time is the only bound known.
+	SentNs int64 `json:"sent_ns,omitempty"`
 
 	// Value is the value read (read completion) or written (write invocation).
 	Value *int64 `json:"value,omitempty"`
 	Error string `json:"error,omitempty"`
 
 	// Fault fields (Type == TypeFault).
-	Phase  string `json:"phase,omitempty"`
-	Fault  int64  `json:"fault,omitempty"` // fault id; start and end share it
+	Phase string `json:"phase,omitempty"`
+	Fault int64  `json:"fault,omitempty"` // fault id; start and end share it
+	// Rule is the 1-based index, in the meta line's faults, of the planned fault this line is an
+	// occurrence of (0 when the history predates planned faults).
+	Rule   int    `json:"rule,omitempty"`
 	Name   string `json:"name,omitempty"`
 	Target string `json:"target,omitempty"`
 	Point  string `json:"point,omitempty"`
@@ -91,3 +105,17 @@ type Event struct {
 
 // Int64 returns a pointer to v, for Event.Value.
 func Int64(v int64) *int64 { return &v }
+
+// PlannedFault is one fault of the scenario as planned before the run: what, where and when.
+type PlannedFault struct {
+	Kind    string `json:"kind"`
+	Point   string `json:"point,omitempty"`   // event-triggered at this named point
+	Client  int    `json:"client,omitempty"`  // only this client's point triggers it
+	AtNs    int64  `json:"at_ns,omitempty"`   // timed: first firing, since the run's start
+	ForNs   int64  `json:"for_ns,omitempty"`  // how long each occurrence lasts
+	Clients string `json:"clients,omitempty"` // target clients selector
+	Nodes   string `json:"nodes,omitempty"`   // target nodes selector
+	// Setup marks a fault that shapes the run rather than attacks it (a partition in force from
+	// the start that decides who reaches which node): it has no danger window of its own.
+	Setup bool `json:"setup,omitempty"`
+}

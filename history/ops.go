@@ -16,6 +16,9 @@ type Operation struct {
 	Lock   string
 	Acq    int64
 	Call   int64 // invocation time, ns since run start
+	// Sent is, for an acquire, when the attempt that won was sent (its completion's sent_ns);
+	// Call when unknown. The grant happened in [Sent, Return].
+	Sent   int64
 	Return int64 // completion time; Never when there is none or the outcome is unknown
 	Done   int64 // when the completion line was written (Never if none), even for unknown outcomes
 	// Status is TypeOk, TypeFail or TypeInfo; TypeInfo too when there is no completion.
@@ -34,6 +37,7 @@ func (o *Operation) Ok() bool { return o.Status == TypeOk }
 // FaultSpan is a fault from its start line to its end line (End is Never if it never ended).
 type FaultSpan struct {
 	ID     int64
+	Rule   int // 1-based index of the planned fault (history.Meta.Faults), 0 if not known
 	Name   string
 	Target string
 	Point  string
@@ -55,7 +59,7 @@ func Operations(events []Event) []Operation {
 			index[e.ID] = len(ops)
 			ops = append(ops, Operation{
 				ID: e.ID, Op: e.Op, Client: e.Client, Lock: e.Lock, Acq: e.Acq,
-				Call: e.AtNs, Return: Never, Done: Never, Status: TypeInfo, Fence: e.Fence, Value: e.Value,
+				Call: e.AtNs, Sent: e.AtNs, Return: Never, Done: Never, Status: TypeInfo, Fence: e.Fence, Value: e.Value,
 			})
 		case TypeOk, TypeFail, TypeInfo:
 			j, ok := index[e.ID]
@@ -78,6 +82,9 @@ func Operations(events []Event) []Operation {
 			if e.TTLNs != 0 {
 				o.TTLNs = e.TTLNs
 			}
+			if e.SentNs > o.Call && e.SentNs <= e.AtNs {
+				o.Sent = e.SentNs
+			}
 			if e.Value != nil && o.Op == OpRead {
 				o.Value = e.Value
 			}
@@ -99,7 +106,7 @@ func Faults(events []Event) []FaultSpan {
 		switch e.Phase {
 		case PhaseStart:
 			index[e.Fault] = len(spans)
-			spans = append(spans, FaultSpan{ID: e.Fault, Name: e.Name, Target: e.Target, Point: e.Point,
+			spans = append(spans, FaultSpan{ID: e.Fault, Rule: e.Rule, Name: e.Name, Target: e.Target, Point: e.Point,
 				Detail: e.Detail, Start: e.AtNs, End: Never, Error: e.Error})
 		case PhaseEnd:
 			if j, ok := index[e.Fault]; ok {
@@ -111,4 +118,24 @@ func Faults(events []Event) []FaultSpan {
 		}
 	}
 	return spans
+}
+
+// UnfiredFault is a planned fault that never fired, with the reason the run gave.
+type UnfiredFault struct {
+	Rule   int
+	Name   string
+	Point  string
+	Reason string
+}
+
+// Unfired lists the unfired lines of a history (PhaseUnfired), in file order.
+func Unfired(events []Event) []UnfiredFault {
+	var out []UnfiredFault
+	for i := range events {
+		e := &events[i]
+		if e.Type == TypeFault && e.Phase == PhaseUnfired {
+			out = append(out, UnfiredFault{Rule: e.Rule, Name: e.Name, Point: e.Point, Reason: e.Detail})
+		}
+	}
+	return out
 }

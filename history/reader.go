@@ -133,8 +133,8 @@ func (e *Event) validate() error {
 			return fmt.Errorf("%s without a positive id", e.Type)
 		}
 	case TypeFault:
-		if e.Phase != PhaseStart && e.Phase != PhaseEnd {
-			return fmt.Errorf("fault with phase %q, want start or end", e.Phase)
+		if e.Phase != PhaseStart && e.Phase != PhaseEnd && e.Phase != PhaseUnfired {
+			return fmt.Errorf("fault with phase %q, want start, end or unfired", e.Phase)
 		}
 	case TypeMeta:
 		return errors.New("a second meta line")

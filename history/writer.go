@@ -5,18 +5,29 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 )
 
-// Writer appends events to a history file, one write(2) per line, so every event that was
-// recorded is in the kernel's hands the moment Write returns and survives a SIGKILL of the
-// harness. Sync forces the file to disk (the harness calls it at fault boundaries and at the end).
+// Writer appends events to a history file. By default every Write is one write(2), so every
+// event that was recorded is in the kernel's hands the moment Write returns and survives a
+// SIGKILL of the harness. With FlushEvery, Write only queues the event and a background flusher
+// encodes and writes each batch with one write(2): the clients no longer wait for the encoder or
+// the system call, and a SIGKILL loses at most the events of the last interval. Sync writes what
+// is queued and forces the file to disk (the harness calls it at fault boundaries and at the end).
 // A Writer is safe for concurrent use.
 type Writer struct {
-	mu   sync.Mutex
-	f    *os.File
-	buf  []byte
-	subs []func(Event)
-	err  error
+	mu      sync.Mutex // guards pending, subs, err and f
+	f       *os.File
+	pending []Event // queued by Write, not yet written (FlushEvery only)
+	batched bool
+	subs    []func(Event)
+	err     error
+
+	flushMu sync.Mutex // serializes the file writes, so batches land in order
+	buf     []byte     // encoding buffer, under flushMu
+	spare   []Event    // the other half of the double buffer, under flushMu
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // Create creates (or truncates) the history file at path and writes the meta line.
@@ -38,8 +49,31 @@ func Create(path string, meta Meta) (*Writer, error) {
 	return &Writer{f: f}, nil
 }
 
-// Subscribe registers fn to be called with every event after it is written, in write order, while
-// the writer's lock is held: fn must not block and must not call Write.
+// FlushEvery makes Write queue events, written in one batch every interval (and by Sync and
+// Close) by a background goroutine that Close stops. Call it once, before the first Write.
+func (w *Writer) FlushEvery(interval time.Duration) {
+	w.mu.Lock()
+	w.batched = true
+	w.mu.Unlock()
+	w.stop, w.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-t.C:
+				_ = w.flush()
+			}
+		}
+	}()
+}
+
+// Subscribe registers fn to be called with every event as it is written (queued, with
+// FlushEvery), in write order, while the writer's lock is held: fn must not block and must not
+// call Write.
 func (w *Writer) Subscribe(fn func(Event)) {
 	w.mu.Lock()
 	w.subs = append(w.subs, fn)
@@ -49,10 +83,19 @@ func (w *Writer) Subscribe(fn func(Event)) {
 // Write appends one event. The first error is kept and returned by every later call and by Close.
 func (w *Writer) Write(e Event) error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.err != nil {
+		defer w.mu.Unlock()
 		return w.err
 	}
+	if w.batched {
+		w.pending = append(w.pending, e)
+		for _, fn := range w.subs {
+			fn(e)
+		}
+		w.mu.Unlock()
+		return nil
+	}
+	defer w.mu.Unlock()
 	w.buf = AppendJSON(w.buf[:0], e)
 	if _, err := w.f.Write(w.buf); err != nil {
 		w.err = fmt.Errorf("history: write: %w", err)
@@ -64,18 +107,62 @@ func (w *Writer) Write(e Event) error {
 	return nil
 }
 
-// Sync flushes the file to stable storage.
+// flush writes the queued events with one write(2). Writers are held only to swap the queue.
+func (w *Writer) flush() error {
+	w.flushMu.Lock()
+	defer w.flushMu.Unlock()
+	w.mu.Lock()
+	batch := w.pending
+	w.pending = w.spare[:0]
+	f, err := w.f, w.err
+	w.mu.Unlock()
+	w.spare = batch
+	if err != nil || len(batch) == 0 || f == nil {
+		return err
+	}
+	w.buf = w.buf[:0]
+	for i := range batch {
+		w.buf = AppendJSON(w.buf, batch[i])
+		batch[i] = Event{} // drop the references (values, strings) the queue held
+	}
+	if _, werr := f.Write(w.buf); werr != nil {
+		w.mu.Lock()
+		if w.err == nil {
+			w.err = fmt.Errorf("history: write: %w", werr)
+		}
+		err = w.err
+		w.mu.Unlock()
+	}
+	return err
+}
+
+// Sync writes the queued events and flushes the file to stable storage.
 func (w *Writer) Sync() error {
+	if err := w.flush(); err != nil {
+		return err
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
 		return w.err
 	}
+	if w.f == nil {
+		return nil
+	}
 	return w.f.Sync()
 }
 
-// Close syncs and closes the file.
+// Close writes the queued events, stops the flusher, syncs and closes the file.
 func (w *Writer) Close() error {
+	if w.stop != nil {
+		select {
+		case <-w.stop:
+		default:
+			close(w.stop)
+		}
+		<-w.done
+	}
+	ferr := w.flush()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.f == nil {
@@ -86,6 +173,9 @@ func (w *Writer) Close() error {
 	w.f = nil
 	if w.err != nil {
 		return w.err
+	}
+	if ferr != nil {
+		return ferr
 	}
 	if serr != nil {
 		return fmt.Errorf("history: sync: %w", serr)

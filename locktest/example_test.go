@@ -103,6 +103,40 @@ func ExampleRun() {
 	_ = TestMyLock
 }
 
+// What a caught bug looks like: token-plain-del is the token lock with its owner check removed
+// (a plain DEL on release). Run points at it like at your own lock; its slow-release subtest
+// fails with the verdict, the late DEL that removed the next holder's key, and the report's path.
+func ExampleAlgorithm() {
+	TestMutant := func(t *testing.T) {
+		locktest.Run(t, locktest.Algorithm("token-plain-del"), locktest.WithScenarios("slow-release"))
+		// --- FAIL: TestMutant/slow-release
+		//     slow-release: verdict unsafe (service class), expected safe — 28 illegal grants
+		//     (client 4 granted at 1.42 s while client 1's lease ran to 1.78 s; client 2's release
+		//     (op 20, of its acq 17), invoked at 621 ms and answered at 1.42 s, removed client 1's
+		//     key), 25 overlapping holders, 12 lost updates; TTD 1420 ms ... report: .../report.html
+	}
+	_ = TestMutant
+}
+
+// TestMutantCaughtThroughLocktest: locktest pointed at a mutant fails the scenario that must catch
+// it, and passes its real algorithm there.
+func TestMutantCaughtThroughLocktest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs against real redis-server")
+	}
+	c := capture(t, func(tb testing.TB) {
+		locktest.Run(tb, locktest.Algorithm("token-plain-del"), locktest.WithScenarios("slow-release"), locktest.WithOut(t.TempDir()))
+	})
+	if c.skipped != "" {
+		t.Skip(c.skipped)
+	}
+	if !c.failed || len(c.errors) != 1 || !strings.Contains(c.errors[0], "verdict unsafe (service class)") ||
+		!strings.Contains(c.errors[0], "\tcause: ") {
+		t.Fatalf("token-plain-del not caught with its cause (failed %v): %q", c.failed, c.errors)
+	}
+	locktest.Run(t, locktest.Algorithm("token"), locktest.WithScenarios("slow-release"))
+}
+
 // TestCorrectLockPasses: SET NX PX with a token and compare-and-delete is safe in baseline and
 // slow-release, where the late release finds another client's token and deletes nothing.
 func TestCorrectLockPasses(t *testing.T) {

@@ -37,7 +37,8 @@
 //     WithSeed).
 //   - Only the catalogue's faults, at the catalogue's moments: most are aimed at the first holder
 //     at a named point of the critical section. A bug between two of the lock's own server
-//     commands is hit only if the lock calls Config.Point there and a scenario pauses it there.
+//     commands is hit only if the lock calls Config.Point there and a scenario pauses it there:
+//     add such a scenario with WithScenario or WithScenarioFile.
 //   - Timing: faults are sized from the catalogue's 500 ms TTL. A lock that ignores Config.TTL or
 //     Config.Dial, or retries for longer than the fault lasts, may dodge the fault rather than
 //     survive it. A fault that could not be applied is logged; its scenario proved nothing.
@@ -46,7 +47,6 @@
 package locktest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -62,6 +62,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/internal/runner"
+	"github.com/lockchaos/lockchaos/reports"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -119,11 +120,19 @@ func Run(t testing.TB, factory Factory, opts ...Option) {
 	if out == "" {
 		out = t.TempDir()
 	}
+	m := runner.Matrix{Parallel: 1, Timeout: 3 * time.Minute}
 	for _, it := range plan {
 		it.cell.Algorithm = name
+		if it.skip != "" {
+			it.cell.NA = it.skip // not run: a subtest that skips with the reason
+		}
+		m.Cells = append(m.Cells, it.cell)
+	}
+	var missing string
+	m.Around = func(cell scenarios.Cell, _ int, do func() (reports.Cell, error)) {
 		if tt, ok := t.(*testing.T); ok {
-			tt.Run(it.cell.Scenario, func(t *testing.T) {
-				r := runOne(t, it, c, out)
+			tt.Run(cell.Scenario, func(t *testing.T) {
+				r := judge(cell, out, do)
 				switch {
 				case r.skip != "":
 					t.Skip(r.skip)
@@ -133,19 +142,27 @@ func Run(t testing.TB, factory Factory, opts ...Option) {
 					t.Log(r.pass)
 				}
 			})
-			continue
+			return
 		}
-		r := runOne(t, it, c, out)
+		r := judge(cell, out, do)
 		switch {
 		case r.missing:
-			t.Skipf("%s: %s", it.cell.Scenario, r.skip)
+			missing = cell.Scenario + ": " + r.skip // skipped below: SkipNow only from t's own goroutine
 		case r.skip != "":
-			t.Logf("%s: skipped: %s", it.cell.Scenario, r.skip)
+			t.Logf("%s: skipped: %s", cell.Scenario, r.skip)
 		case r.fail != "":
-			t.Errorf("%s: %s", it.cell.Scenario, r.fail)
+			t.Errorf("%s: %s", cell.Scenario, r.fail)
 		default:
-			t.Logf("%s: %s", it.cell.Scenario, r.pass)
+			t.Logf("%s: %s", cell.Scenario, r.pass)
 		}
+	}
+	// Each cell's outcome is judged in Around; the matrix's own error repeats the first of them.
+	_, _ = runner.RunMatrix(t.Context(), m, runner.Options{
+		Out: out, Backend: c.backend, Seed: c.seed, Duration: c.duration, Clients: c.clients,
+		TTL: c.ttl, Version: "locktest",
+	})
+	if missing != "" {
+		t.Skip(missing)
 	}
 }
 
@@ -178,8 +195,26 @@ func (c config) plan() ([]item, error) {
 	if _, err := algorithms.Lookup(ref); err != nil {
 		return nil, fmt.Errorf("topology %s: its reference algorithm: %w", c.topologies[0], err)
 	}
+	custom := slices.Clone(c.custom)
+	for _, f := range c.files {
+		ss, err := scenarios.LoadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("WithScenarioFile: %w", err)
+		}
+		custom = append(custom, ss...)
+	}
+	seen := map[string]bool{}
+	for _, s := range custom {
+		if err := s.Validate(); err != nil {
+			return nil, fmt.Errorf("WithScenario(%q): %w", s.Name, err)
+		}
+		if _, err := scenarios.Lookup(s.Name); err == nil || seen[s.Name] {
+			return nil, fmt.Errorf("WithScenario(%q): the name is taken (by the catalogue or another scenario of yours): give it another", s.Name)
+		}
+		seen[s.Name] = true
+	}
 	for scen, v := range c.expect {
-		if _, err := scenarios.Lookup(scen); err != nil {
+		if _, err := scenarios.Lookup(scen); err != nil && !seen[scen] {
 			return nil, fmt.Errorf("WithExpect: %w", err)
 		}
 		if !slices.Contains(verdicts, v) {
@@ -193,7 +228,7 @@ func (c config) plan() ([]item, error) {
 		return nil, errors.New("WithDuration and WithTTL want positive durations")
 	}
 	list := scenarios.All()
-	if len(c.scenarios) > 0 {
+	if len(c.scenarios) > 0 || len(custom) > 0 {
 		for _, n := range c.scenarios {
 			if _, err := scenarios.Lookup(n); err != nil {
 				return nil, fmt.Errorf("WithScenarios: %w", err)
@@ -201,6 +236,7 @@ func (c config) plan() ([]item, error) {
 		}
 		list = slices.DeleteFunc(list, func(s scenarios.Scenario) bool { return !slices.Contains(c.scenarios, s.Name) })
 	}
+	list = append(list, custom...)
 	var plan []item
 	for _, s := range list {
 		cell, err := s.Cell(ref)
@@ -260,17 +296,12 @@ type result struct {
 	missing          bool
 }
 
-func runOne(t testing.TB, it item, c config, out string) result {
-	if it.skip != "" {
-		return result{skip: it.skip}
+// judge runs a cell through do and says what it came to.
+func judge(cell scenarios.Cell, out string, do func() (reports.Cell, error)) result {
+	rc, err := do()
+	if cell.NA != "" {
+		return result{skip: cell.NA}
 	}
-	cell := it.cell
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	rc, _, err := runner.RunCell(ctx, cell, runner.Options{
-		Out: out, Backend: c.backend, Seed: c.seed, Duration: c.duration, Clients: c.clients,
-		TTL: c.ttl, Version: "locktest",
-	}, 0)
 	switch {
 	case errors.Is(err, cluster.ErrMissingBinary):
 		if os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") == "1" {
@@ -308,14 +339,20 @@ func describe(r *checker.Result, expected, report string) string {
 		b.WriteString(")")
 	}
 	fmt.Fprintf(&b, ", expected %s", expected)
+	if r.DecidedBy != "" {
+		fmt.Fprintf(&b, " — %s", r.DecidedBy)
+	}
 	if r.TTDMs != nil {
 		fmt.Fprintf(&b, "; TTD %.0f ms", *r.TTDMs)
 	}
 	if v := r.FirstViolation; v != nil {
 		fmt.Fprintf(&b, "\n\tfirst violation (%s) at %.0f ms: %s", v.Kind, v.AtMs, v.Explanation)
+		if v.Cause != "" {
+			fmt.Fprintf(&b, "\n\tcause: %s", v.Cause)
+		}
 	}
 	if r.Verdict == checker.Unknown {
-		b.WriteString("\n\tunknown is never safe: the checker timed out or the run had too few operations")
+		b.WriteString("\n\tunknown is never safe: the run could not have failed (evidence: " + r.Evidence + "), or the checker timed out")
 	}
 	fmt.Fprintf(&b, "\n\t%d acquires ok, %d failed; %d exclusion violations, %d service violations, %d lost updates; longest stall %.0f ms; seed %d",
 		r.AcquiresOk, r.AcquiresFailed, r.ExclusionViolations, r.ServiceViolations, r.LostUpdates, r.LongestStallMs, r.Seed)
@@ -324,4 +361,18 @@ func describe(r *checker.Result, expected, report string) string {
 	}
 	fmt.Fprintf(&b, "\n\treport: %s", report)
 	return b.String()
+}
+
+// Algorithm is the Factory of one of lockchaos's own algorithms or mutants by name (`lockchaos
+// list --mutants`). Point Run at a mutant — a real algorithm with one safety mechanism removed
+// (DESIGN.md §11) — to see what a caught bug looks like before you test your own lock, or at a
+// real algorithm as the reference yours should match.
+func Algorithm(name string) Factory {
+	return func(cfg algorithms.Config) (algorithms.Locker, error) {
+		info, err := algorithms.Lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		return info.New(cfg)
+	}
 }

@@ -3,6 +3,8 @@ package locktest
 import (
 	"os"
 	"time"
+
+	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 // An Option changes how Run tests a lock.
@@ -18,6 +20,8 @@ func (f optionFunc) apply(c *config) { f(c) }
 // config is what the options set. Zero durations and counts keep each scenario's own values.
 type config struct {
 	scenarios  []string
+	custom     []scenarios.Scenario
+	files      []string
 	duration   time.Duration
 	clients    int
 	ttl        time.Duration
@@ -45,6 +49,26 @@ func defaults() config {
 // scenario that does not apply is skipped with the catalogue's reason; an unknown name fails.
 func WithScenarios(names ...string) Option {
 	return optionFunc(func(c *config) { c.scenarios = append(c.scenarios, names...) })
+}
+
+// WithScenario adds a scenario of your own: a fault aimed at your lock's weak spot (a pause at
+// one of the named points your Locker calls through Config.Point, a partition of one node, ...),
+// written as the catalogue's are (scenarios.Scenario; `lockchaos list --json` shows the catalogue's
+// as examples). Its variants and expectations are looked up under the topology's reference
+// algorithm (token on redis-single, redlock on redis-multi, zookeeper, etcd), or its family
+// ("redis", "redlock", "zookeeper"). It runs after the catalogue scenarios chosen with
+// WithScenarios; once any scenario of your own is given, the catalogue runs only the scenarios
+// WithScenarios names (default: none of them). It is expected safe unless WithExpect says
+// otherwise. Default: no scenario of your own.
+func WithScenario(s scenarios.Scenario) Option {
+	return optionFunc(func(c *config) { c.custom = append(c.custom, s) })
+}
+
+// WithScenarioFile adds every scenario of a YAML scenario file, as `lockchaos run --scenario-file`
+// reads it (unknown fields and bad values fail the test with the line number), as WithScenario
+// adds one. Default: none.
+func WithScenarioFile(path string) Option {
+	return optionFunc(func(c *config) { c.files = append(c.files, path) })
 }
 
 // WithDuration sets the fault phase of every run: how long clients run while faults fire, before

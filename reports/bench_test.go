@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/benchmd"
+	"github.com/lockchaos/lockchaos/internal/browsertest"
 )
 
 // BenchmarkReportLarge writes the report of a 10-minute, 100k-operation run and loads it in
@@ -40,7 +41,7 @@ func BenchmarkReportLarge(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("load", func(b *testing.B) {
-		ctx, _ := browser(b)
+		ctx, _ := browsertest.Start(b)
 		url := "file://" + filepath.Join(dir, ReportFile)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {

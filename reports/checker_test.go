@@ -21,7 +21,7 @@ func TestWithCheckerUnsafe(t *testing.T) {
 	if err := WriteRun(dir, h, out); err != nil {
 		t.Fatal(err)
 	}
-	m := buildModel(h)
+	m := buildModel(h, &out.Analysis)
 	vs := resolveViolation(m, &out.Result)
 	if vs == nil || vs.a == nil && vs.b == nil {
 		t.Errorf("the checker's first violation %+v does not resolve to windows in the history", out.Result.FirstViolation)

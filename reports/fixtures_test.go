@@ -112,7 +112,13 @@ func pauseRun() (*history.History, *checker.Outcome) {
 		LockCheck:   checker.Check{Result: "Ok", Ms: 1.1}, ResourceCheck: checker.Check{Result: "Illegal", Ms: 2.1},
 		Matches: boolp(true),
 	}}
+	o.Analysis = analysisOf(h)
 	return h, o
+}
+
+// analysisOf is what the checker concludes about h, which the reports draw.
+func analysisOf(h *history.History) checker.Analysis {
+	return checker.CheckHistory(h, checker.Options{SkipVisualization: true}).Analysis
 }
 
 func boolp(b bool) *bool { return &b }
@@ -127,10 +133,12 @@ func safeRun() (*history.History, *checker.Outcome) {
 		rec.cs(c, t, t+2*ms, t+3*ms, t+25*ms, t+26*ms, t+27*ms, t+28*ms, i+1, 1000*ms)
 	}
 	h := rec.history()
-	return h, &checker.Outcome{Result: checker.Result{Algorithm: "token", Scenario: "baseline", Backend: "local", Seed: 7,
+	o := &checker.Outcome{Result: checker.Result{Algorithm: "token", Scenario: "baseline", Backend: "local", Seed: 7,
 		Verdict: checker.Safe, Expected: strp("safe"), DurationMs: 900, Operations: 120, AcquiresOk: 30,
 		AcquireLatencyMs: checker.Latency{P50: 2, P99: 2, Max: 2}, ThroughputCSPerS: 33, LongestStallMs: 2, CheckerMs: 1,
 		LockCheck: checker.Check{Result: "Ok", Ms: 1}, ResourceCheck: checker.Check{Result: "Ok", Ms: 1}, Matches: boolp(true)}}
+	o.Analysis = analysisOf(h)
+	return h, o
 }
 
 // bigRun simulates a contended run of the given length and operation count (4 operations per
@@ -209,5 +217,5 @@ func bigRun(seed int64, clients int, dur time.Duration, nops int) (*history.Hist
 			A: checker.OpRef{ID: violB, Op: "write", Acq: violAcq}, B: checker.OpRef{ID: violA, Op: "acquire"},
 			Explanation: "a paused holder wrote after its lease expired"}
 	}
-	return h, &checker.Outcome{Result: r}
+	return h, &checker.Outcome{Result: r, Analysis: analysisOf(h)}
 }

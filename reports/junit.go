@@ -104,6 +104,7 @@ func failureText(c *Cell, st cellState) string {
 	}
 	fmt.Fprintf(&b, "%s × %s: expected %s, observed %s\n", c.Algorithm, c.Scenario, exp, st.cat)
 	if r := c.Result; r != nil {
+		fmt.Fprintf(&b, "decided by: %s\nevidence: %s\n", r.DecidedBy, r.Evidence)
 		fmt.Fprintf(&b, "exclusion violations %d, service violations %d, lost updates %d, longest stall %s\n",
 			r.ExclusionViolations, r.ServiceViolations, r.LostUpdates, fmtMs(r.LongestStallMs))
 		if v := r.FirstViolation; v != nil {

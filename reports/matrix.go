@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"html/template"
@@ -51,6 +52,11 @@ type MatrixMeta struct {
 	// order the cells mention them.
 	Algorithms []string
 	Scenarios  []string
+	// Plan, when set, is recorded in results.json so shards can be merged (lockchaos merge).
+	Plan *Plan
+	// Page is the file name of the grid page (default index.html; the selftest writes
+	// selftest.html).
+	Page string
 }
 
 // WriteMatrix writes index.html, results.json and junit.xml into outDir, each atomically.
@@ -62,7 +68,7 @@ func WriteMatrix(outDir string, cells []Cell, meta MatrixMeta) error {
 	return errors.Join(
 		writeJSONAtomic(filepath.Join(outDir, ResultsFile), resultsDoc(cells, meta, sum)),
 		writeAtomic(filepath.Join(outDir, JUnitFile), func(w io.Writer) error { return writeJUnit(w, cells, meta) }),
-		writeAtomic(filepath.Join(outDir, IndexFile), func(w io.Writer) error {
+		writeAtomic(filepath.Join(outDir, cmp.Or(meta.Page, IndexFile)), func(w io.Writer) error {
 			return pageTemplates.ExecuteTemplate(w, "index.html", buildMatrixPage(cells, meta, sum))
 		}),
 	)
@@ -145,13 +151,14 @@ type resultsFile struct {
 	Version string        `json:"version,omitempty"`
 	Seed    int64         `json:"seed,omitempty"`
 	Started string        `json:"started,omitempty"`
+	Plan    *Plan         `json:"plan,omitempty"`
 	Summary Summary       `json:"summary"`
 	Results []resultEntry `json:"results"`
 }
 
 func resultsDoc(cells []Cell, meta MatrixMeta, sum Summary) *resultsFile {
 	doc := &resultsFile{Title: meta.Title, Command: meta.Command, Backend: meta.Backend, Version: meta.Version,
-		Seed: meta.Seed, Summary: sum, Results: []resultEntry{}}
+		Seed: meta.Seed, Plan: meta.Plan, Summary: sum, Results: []resultEntry{}}
 	if !meta.Started.IsZero() {
 		doc.Started = meta.Started.UTC().Format(time.RFC3339)
 	}
@@ -282,6 +289,9 @@ func gridCellOf(scen, algo string, runs []*Cell) gridCell {
 		if st.expected != "" {
 			run.Title += ", expected " + st.expected
 		}
+		if c.Result != nil && c.Result.DecidedBy != "" {
+			run.Title += " — " + c.Result.DecidedBy
+		}
 		g.Runs = append(g.Runs, run)
 	}
 	g.Class = "v-" + cssCat(g.Cat)
@@ -330,7 +340,12 @@ func cellDetail(r *checker.Result) string {
 		s = "stall " + fmtMs(r.LongestStallMs)
 	}
 	if s == "" {
-		s = fmt.Sprintf("%d acquires", r.AcquiresOk)
+		// A verdict without a violation stands on its evidence (DESIGN.md §10): show it.
+		if r.Evidence == checker.EvidenceOK {
+			s = fmt.Sprintf("evidence ok · %d writes, %d in danger", r.WritesOk, r.WritesInWindow)
+		} else {
+			s = "no evidence: " + r.Evidence
+		}
 	}
 	return s
 }

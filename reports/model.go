@@ -3,6 +3,7 @@ package reports
 import (
 	"sort"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
 )
 
@@ -17,7 +18,10 @@ type runModel struct {
 	accesses []access
 	releases []release
 	faults   []history.FaultSpan
-	byAcq    map[int64]int // acquire id → index into windows
+	leases   []checker.Lease
+	danger   [][2]int64     // the danger windows of the faults (DESIGN.md §10)
+	illegal  map[int64]bool // acquires the lock service granted illegally
+	byAcq    map[int64]int  // acquire id → index into windows
 	byOp     map[int64]*history.Operation
 	ops      []history.Operation
 }
@@ -29,9 +33,9 @@ type attempt struct {
 	status    history.Type
 }
 
-// window is one successful acquisition: granted at grant, last used at end (DESIGN.md §6: the
-// return of the last resource access made under it; an access of unknown outcome counts from its
-// invocation). expiry is when the holder's own lease ran out (0 when it has none).
+// window is one acquisition's holding window, as the checker computed it (checker.Hold): granted
+// at grant, last used at end. expiry is when the holder's own validity ran out (0 when it has
+// none).
 type window struct {
 	acq    int64
 	client int
@@ -61,14 +65,29 @@ type release struct {
 	status    history.Type
 }
 
-func buildModel(h *history.History) *runModel {
+// buildModel arranges h for drawing, with the holding windows, leases and danger windows of the
+// checker's analysis: the report draws what the checker judged, never a window of its own.
+func buildModel(h *history.History, an *checker.Analysis) *runModel {
 	ops := history.Operations(h.Events)
 	m := &runModel{
-		meta:   h.Meta,
-		faults: history.Faults(h.Events),
-		byAcq:  make(map[int64]int),
-		byOp:   make(map[int64]*history.Operation, len(ops)),
-		ops:    ops,
+		meta:    h.Meta,
+		faults:  history.Faults(h.Events),
+		byAcq:   make(map[int64]int),
+		byOp:    make(map[int64]*history.Operation, len(ops)),
+		ops:     ops,
+		leases:  an.Leases,
+		danger:  an.Danger,
+		illegal: map[int64]bool{},
+	}
+	for _, v := range an.Violations {
+		if v.Kind == "service" {
+			m.illegal[v.B.ID] = true
+		}
+	}
+	for _, hd := range an.Holds {
+		m.byAcq[hd.Acq] = len(m.windows)
+		m.windows = append(m.windows, window{acq: hd.Acq, client: hd.Client, call: hd.Call, grant: hd.Grant,
+			end: hd.End, expiry: hd.Expiry, fence: hd.Fence})
 	}
 	for i := range h.Events {
 		if t := h.Events[i].AtNs; t > m.end {
@@ -94,35 +113,10 @@ func buildModel(h *history.History) *runModel {
 		switch o.Op {
 		case history.OpAcquire:
 			m.attempts = append(m.attempts, attempt{o.Client, o.Call, finish(o), o.Status})
-			if o.Ok() {
-				w := window{acq: o.ID, client: o.Client, call: o.Call, grant: o.Return, end: o.Return, fence: o.Fence}
-				switch {
-				case o.ValidityNs > 0:
-					w.expiry = o.Call + o.ValidityNs
-				case o.TTLNs > 0:
-					w.expiry = o.Call + o.TTLNs
-				}
-				m.byAcq[o.ID] = len(m.windows)
-				m.windows = append(m.windows, w)
-			}
 		case history.OpRead, history.OpWrite:
 			m.accesses = append(m.accesses, access{o.Client, o.Acq, o.Op, o.Call, finish(o), o.Status, o.Value, o.Error})
 		case history.OpRelease:
 			m.releases = append(m.releases, release{o.Client, o.Acq, o.Call, finish(o), o.Status})
-		}
-	}
-	// Stretch each window to its last access.
-	for _, a := range m.accesses {
-		j, ok := m.byAcq[a.acq]
-		if !ok {
-			continue
-		}
-		last := a.end
-		if a.status == history.TypeInfo {
-			last = a.call
-		}
-		if last > m.windows[j].end {
-			m.windows[j].end = last
 		}
 	}
 	for c := range seen {

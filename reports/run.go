@@ -38,7 +38,7 @@ func WriteRun(dir string, h *history.History, out *checker.Outcome) error {
 	if err := writeJSONAtomic(filepath.Join(dir, ResultFile), &out.Result); err != nil {
 		return err
 	}
-	m := buildModel(h)
+	m := buildModel(h, &out.Analysis)
 	if err := writeReport(filepath.Join(dir, ReportFile), h, m, &out.Result); err != nil {
 		return err
 	}

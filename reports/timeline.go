@@ -64,6 +64,7 @@ type timelineView struct {
 	Aggregated    bool
 
 	LaneBG      []svgRect
+	Danger      []svgRect // the danger windows of the faults (DESIGN.md §10)
 	LaneLabels  []svgText
 	Grid        []svgLine
 	AxisLabels  []svgText
@@ -72,6 +73,8 @@ type timelineView struct {
 	Density     []svgRect
 	Attempts    []svgLine
 	Holds       []svgRect
+	Leases      []svgRect // each lease as the lock check assumed it, under its holding window
+	Illegal     []svgLine // grants the lock service made while another lease was valid
 	Expired     []svgRect
 	Ticks       []svgLine
 	Releases    []svgLine
@@ -93,7 +96,7 @@ type violationView struct {
 func (v *timelineView) elements() int {
 	n := len(v.LaneBG) + len(v.LaneLabels) + len(v.Grid) + len(v.AxisLabels) + len(v.Faults) +
 		len(v.FaultLabels) + len(v.Density) + len(v.Attempts) + len(v.Holds) + len(v.Expired) +
-		len(v.Ticks) + len(v.Releases)
+		len(v.Ticks) + len(v.Releases) + len(v.Danger) + len(v.Leases) + len(v.Illegal)
 	if v.Violation != nil {
 		n += len(v.Violation.Outlines) + 3
 	}
@@ -201,6 +204,15 @@ func buildTimeline(m *runModel, vs *violationSpan, id, title string, from, to in
 		v.LaneLabels = append(v.LaneLabels, svgText{X: tlLeft - 8, Y: top + float64(i)*laneH + laneH/2 + 4,
 			Text: "client " + strconv.Itoa(c), Class: "lane-label", Anchor: "end"})
 	}
+	for _, d := range m.danger {
+		if !sc.in(d[0], d[1]) {
+			continue
+		}
+		x0, x1 := sc.x(d[0]), sc.x(d[1])
+		v.Danger = append(v.Danger, svgRect{X: x0, Y: top, W: max(x1-x0, 1), H: lanesH, Class: "danger",
+			Title: fmt.Sprintf("danger window %s → %s: from the fault until one lease after it healed; writes and grants here are what the fault put at risk",
+				fmtDur(d[0]), fmtDur(d[1]))})
+	}
 	for _, t := range axisTicks(from, to) {
 		x := sc.x(t)
 		v.Grid = append(v.Grid, svgLine{X1: x, Y1: top, X2: x, Y2: top + lanesH + 4, Class: "grid"})
@@ -261,6 +273,11 @@ func drawDetail(m *runModel, vs *violationSpan, v *timelineView, sc scale, mid f
 		}
 		y := mid(w.client) - barH/2
 		v.Holds = append(v.Holds, svgRect{X: x0, Y: y, W: max(x1-x0, 1), H: barH, Class: "hold", Title: title})
+		if m.illegal[w.acq] {
+			x := sc.x(w.grant)
+			v.Illegal = append(v.Illegal, svgLine{X1: x, Y1: y - 5, X2: x, Y2: y + barH + 5, Class: "illegal-grant",
+				Title: fmt.Sprintf("client %d was granted the lock at %s while another client's lease was still valid (a service violation)", w.client, fmtDur(w.grant))})
+		}
 		if w.expiry > 0 && w.expiry < end {
 			xe := sc.x(max(w.expiry, w.grant))
 			v.Expired = append(v.Expired, svgRect{X: xe, Y: y, W: max(x1-xe, 1), H: barH, Class: "expired",
@@ -269,6 +286,24 @@ func drawDetail(m *runModel, vs *violationSpan, v *timelineView, sc scale, mid f
 	}
 	keep := func(acq int64) bool {
 		return vs != nil && (vs.a != nil && vs.a.acq == acq || vs.b != nil && vs.b.acq == acq)
+	}
+	for _, l := range m.leases {
+		end := m.clip(l.End)
+		if !sc.in(l.Start, end) || (budget <= 0 && !keep(l.Acq)) {
+			continue
+		}
+		budget--
+		x0, x1 := sc.x(l.Start), sc.x(end)
+		how := "could first have expired"
+		if l.Released {
+			how = "its holder began releasing it"
+		}
+		if l.End == history.Never {
+			how = "never expires"
+		}
+		v.Leases = append(v.Leases, svgRect{X: x0, Y: mid(l.Client) + barH/2 + 1, W: max(x1-x0, 1), H: 3, Class: "lease",
+			Title: fmt.Sprintf("client %d's lease (acq %d) as the service enforces it: from its winning attempt at %s until %s at %s",
+				l.Client, l.Acq, fmtDur(l.Start), how, fmtDur(end))})
 	}
 	for _, a := range m.accesses {
 		if !sc.in(a.call, a.end) || (budget <= 0 && !keep(a.acq)) {
@@ -469,7 +504,7 @@ func violationShapes(m *runModel, vs *violationSpan, sc scale, mid func(int) flo
 	}
 	if vs.a != nil && vs.b != nil {
 		o0, o1 := max(vs.a.grant, vs.b.grant), min(m.clip(vs.a.end), m.clip(vs.b.end))
-		if o1 >= o0 {
+		if o1 > o0 {
 			x0, x1 := sc.x(o0), sc.x(o1)
 			y0 := min(mid(vs.a.client), mid(vs.b.client)) - barH/2 - 3
 			y1 := max(mid(vs.a.client), mid(vs.b.client)) + barH/2 + 3
@@ -480,7 +515,11 @@ func violationShapes(m *runModel, vs *violationSpan, sc scale, mid func(int) flo
 		}
 	}
 	if vv.Desc == "" {
-		vv.Desc = fmt.Sprintf("%s at %s", vs.v.Kind, fmtDur(vs.at))
+		// No overlap of length to show (an illegal grant to a client that had not yet touched
+		// the resource, a lost update): the report's Cause line says what the checker found.
+		if vs.v.Cause == "" {
+			vv.Desc = fmt.Sprintf("%s at %s", vs.v.Kind, fmtDur(vs.at))
+		}
 	}
 	x := sc.x(vs.at)
 	vv.Line = svgLine{X1: x, Y1: top - 2, X2: x, Y2: top + lanesH + 2, Class: "violation-line"}

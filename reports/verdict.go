@@ -16,9 +16,6 @@ const (
 	catStuck         = "stuck"
 	catUnknown       = "unknown"
 	catNA            = "n/a"
-	// catRacy is an expectation, never a category: a race the scenario hits in some runs, so a
-	// safe run and an unsafe one both meet it.
-	catRacy = "racy"
 )
 
 // category names what a result shows: its verdict, refined by violation class when unsafe.
@@ -49,32 +46,22 @@ func category(r *checker.Result) string {
 	return catUnknown
 }
 
-// normExpected maps the spellings an expectation may come in (the catalogue's S/Us/Uc/X/– and
-// the long names) to a category; "" when there is no expectation.
+// normExpected maps the spellings an expectation may come in (checker.ParseExpectation's codes
+// and long names, and "-" for n/a) to a category; "" when there is no expectation.
 func normExpected(s string) string {
-	k := strings.ToLower(strings.TrimSpace(s))
-	k = strings.NewReplacer(":", "-", "_", "-", " ", "-", "(", "", ")", "").Replace(k)
-	switch k {
+	k := strings.TrimSpace(s)
+	if long, ok := checker.ParseExpectation(k); ok {
+		return long // the long names are the categories
+	}
+	switch strings.ToLower(k) {
 	case "":
 		return ""
-	case "s", "safe":
-		return catSafe
-	case "u", "unsafe":
-		return catUnsafe
-	case "us", "unsafe-service", "service":
-		return catUnsafeService
-	case "uc", "unsafe-client", "client":
-		return catUnsafeClient
-	case "x", "stuck":
-		return catStuck
 	case "-", "–", "n/a", "na":
 		return catNA
 	case "unknown", "?":
 		return catUnknown
-	case "r", "racy":
-		return catRacy
 	}
-	return k
+	return strings.ToLower(k)
 }
 
 // matches reports whether an observed category meets an expected one; "unsafe" without a class
@@ -86,9 +73,6 @@ func matches(expected, observed string) (match, ok bool) {
 	}
 	if e == catUnsafe {
 		return strings.HasPrefix(observed, catUnsafe), true
-	}
-	if e == catRacy {
-		return observed == catSafe || strings.HasPrefix(observed, catUnsafe), true
 	}
 	return e == observed, true
 }

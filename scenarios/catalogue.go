@@ -31,8 +31,8 @@ func BareMajority(hit faults.Spec, clients int) []faults.Spec {
 		others = fmt.Sprintf("2-%d", clients)
 	}
 	return []faults.Spec{
-		{Kind: "partition", Clients: "1", Nodes: "redis-4,redis-5"},
-		{Kind: "partition", Clients: others, Nodes: "redis-1,redis-2"},
+		{Kind: "partition", Clients: "1", Nodes: "redis-4,redis-5", Setup: true},
+		{Kind: "partition", Clients: others, Nodes: "redis-1,redis-2", Setup: true},
 		hit,
 	}
 }
@@ -151,41 +151,52 @@ func registerCatalogue() bool {
 	register(Scenario{
 		Name: "partition",
 		Summary: "The holder is cut off from the lock service (not from the resource) for longer than the " +
-			"TTL / session timeout, while it holds; it writes when its hold ends.",
-		Reproduces: "Curator's session-expiry caveat; Jepsen",
-		Needs:      "partition > TTL (session timeout), hold > partition",
-		// The holder holds past the partition; grants are then that far apart, so the stuck
-		// limit is above the hold.
-		Workload: std.merge(Workload{Hold: ms(2*ttl + 700), AcquireTimeout: ms(4000),
-			StuckAfter: ms(2500), Tail: ms(1000)}),
-		Faults: []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2*ttl + 300)}},
-		// DESIGN.md §7 expected S for setnx-expire and setnx-px; measured runs show Us: the
-		// holder's plain DEL, sent when its hold ends after the partition healed, removes the
-		// key of the client that got the lock after the TTL, and a third client is granted
-		// while that one's lease is valid — the slow-release bug, reached by a partition.
-		Expect: expect("S: the others stall until it heals", "Us: the late plain DEL", "Us: the late plain DEL",
-			"S", "S", "S", "Uc"),
+			"TTL / session timeout, right after it acquired; it keeps working and writes under the partition " +
+			"while it believes its lease. ZooKeeper: it writes while still cut off, after the ensemble expired " +
+			"its session, which it cannot know yet.",
+		Reproduces: "Curator's session-expiry caveat (CURATOR-206); Jepsen",
+		Needs:      "partition > TTL (session timeout) at cs:acquired; a write under the partition",
+		// The holder writes within its own validity (hold 10 ms of a 500 ms lease) while its links to
+		// the service are black holes: a lease lock must let the others in after the TTL and the
+		// holder must stop by its own clock, so a lock that trusts a lease it cannot renew is caught
+		// (DESIGN.md §11). Its release is lost in the partition (toxiproxy drops the bytes).
+		Workload: std.merge(Workload{AcquireTimeout: ms(4000), StuckAfter: ms(1500)}),
+		Faults:   []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2*ttl + 300)}},
+		Variants: map[string]Variant{
+			// A ZooKeeper lock has no validity of its own: the holder believes it until its client
+			// is told the session expired (the recipe's Valid, Curator's LOST). The caveat is a
+			// holder that writes while still cut off, after the ensemble expired its session (1 s
+			// and a tick): partition 2.3 s, write at 1.6 s. One that writes after the heal has been
+			// told, and skips its write (zookeeper-ignore-session's cell, scenarios/catches.go).
+			"zookeeper": {Faults: []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2300)}},
+				Workload: Workload{Hold: ms(1600), AcquireTimeout: ms(4000), StuckAfter: ms(3000), Tail: ms(1000)}},
+		},
+		// setnx: the holder's DEL is lost in the partition and the key has no TTL, so nobody is
+		// granted again — stuck, where DESIGN.md §7's first table (written when the hold outlived
+		// the partition) said S.
+		Expect: expect("X: the lost DEL leaves a key without TTL", "S", "S", "S", "S", "S", "Uc"),
 	})
 	register(Scenario{
 		Name:       "latency",
-		Summary:    "From 300 ms on, replies from a minority of nodes (the single node) are delayed by TTL/2+50 ms.",
-		Reproduces: "antirez: Redlock's validity check rejects slow acquisitions",
-		Needs:      "latency > TTL/2 on a minority",
+		Summary:    "From 300 ms on, replies from a minority of nodes (the single node) are delayed by TTL/2+50 ms. getset: the holder's release replies are delayed past its TTL.",
+		Reproduces: "antirez: Redlock's validity check rejects slow acquisitions; getset: a late GET reply lets its DEL remove a new holder's key",
+		Needs:      "latency > TTL/2 on a minority; getset: reply latency > TTL from cs:before-release",
 		Workload:   std.merge(Workload{OpTimeout: ms(2 * ttl)}),
 		Faults:     []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "all", Amount: ms(ttl/2 + 50)}},
 		Variants: map[string]Variant{
 			"redlock": {Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "minority", Amount: ms(ttl/2 + 50)}},
 				Workload: Workload{OpTimeout: ms(ttl / 10)}},
 			"zookeeper": {Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "minority", Amount: ms(ttl/2 + 50)}}},
+			// getset's race under latency, forced at its point so the cell is deterministic
+			// (DESIGN.md §10): the server answers the release GET at once but the reply reaches
+			// the holder after its TTL; meanwhile a waiter's GETSET took the lock over, and the
+			// holder's DEL, sent on its stale GET, removes the new holder's key.
+			// A hold of 150 ms keeps the lock held nearly all the time, so the late DEL finds a
+			// holder's key (with 10 ms holds it fell into a gap in 1 of 6 runs).
+			"getset": {Faults: []faults.Spec{{Kind: "latency", Point: "cs:before-release", Clients: "trigger", Nodes: "all",
+				Amount: ms(ttl + 100), For: ms(ttl + 300), Stream: "downstream"}}, Workload: Workload{Hold: ms(150)}},
 		},
-		// DESIGN.md §7 expected S for getset; measured runs show it unsafe (service class) in 2 to
-		// 4 of 8 runs, whatever the latency's length or the number of clients: a holder's release
-		// GET is answered late, after a waiter's GETSET took the lock over from the holder's
-		// expired timestamp, and the holder's DEL then removes the new holder's key — the
-		// slow-release race of the non-atomic GET-compare-DEL (which slow-release shows every
-		// time), reached by latency alone. The cell is R: either verdict matches, and the
-		// matrix shows which one this run gave.
-		Expect: expect("S", "S", "S", "R: a late release GET lets its DEL remove a new holder's key", "S", "S", "S"),
+		Expect: expect("S", "S", "S", "Us: a late GET reply lets its DEL remove a new holder's key", "S", "S", "S"),
 	})
 	register(Scenario{
 		Name:       "getset-race",

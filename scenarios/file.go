@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -49,6 +50,10 @@ func Parse(b []byte) ([]Scenario, error) {
 	if len(f.Scenarios) == 0 {
 		return nil, errors.New("no scenarios (want `scenarios:` with a list of scenarios)")
 	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err == nil {
+		markZeros(&root, f.Scenarios)
+	}
 	seen := map[string]bool{}
 	for i, s := range f.Scenarios {
 		if err := s.Validate(); err != nil {
@@ -60,4 +65,62 @@ func Parse(b []byte) ([]Scenario, error) {
 		seen[s.Name] = true
 	}
 	return f.Scenarios, nil
+}
+
+// markZeros sets Workload.ZeroHold and ZeroThink where the file says "hold: 0s" or "think: 0s"
+// (in a scenario's workload or a variant's): the decoded zero alone cannot tell them from an
+// absent field, which takes the default.
+func markZeros(root *yaml.Node, ss []Scenario) {
+	list := mapValue(docOf(root), "scenarios")
+	if list == nil || list.Kind != yaml.SequenceNode {
+		return
+	}
+	for i, sn := range list.Content {
+		if i >= len(ss) {
+			return
+		}
+		zeros(mapValue(sn, "workload"), &ss[i].Workload)
+		if vs := mapValue(sn, "variants"); vs != nil && vs.Kind == yaml.MappingNode {
+			for k := 0; k+1 < len(vs.Content); k += 2 {
+				name := vs.Content[k].Value
+				if v, ok := ss[i].Variants[name]; ok {
+					zeros(mapValue(vs.Content[k+1], "workload"), &v.Workload)
+					ss[i].Variants[name] = v
+				}
+			}
+		}
+	}
+}
+
+func zeros(n *yaml.Node, w *Workload) {
+	for _, f := range []struct {
+		key string
+		set *bool
+	}{{"hold", &w.ZeroHold}, {"think", &w.ZeroThink}} {
+		if v := mapValue(n, f.key); v != nil {
+			if d, err := time.ParseDuration(strings.TrimSpace(v.Value)); err == nil && d == 0 {
+				*f.set = true
+			}
+		}
+	}
+}
+
+func docOf(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		return n.Content[0]
+	}
+	return n
+}
+
+// mapValue returns the value of key in mapping n, nil when n is not a mapping or has no key.
+func mapValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/faults"
 )
 
@@ -24,6 +26,12 @@ type Workload struct {
 	OpTimeout      Duration `yaml:"op_timeout,omitempty" json:"op_timeout,omitempty"`
 	SessionTimeout Duration `yaml:"session_timeout,omitempty" json:"session_timeout,omitempty"`
 	Fencing        bool     `yaml:"fencing,omitempty" json:"fencing,omitempty"`
+	// LockPerClient gives each client its own lock: a throughput workload (harness.Config).
+	LockPerClient bool `yaml:"lock_per_client,omitempty" json:"lock_per_client,omitempty"`
+	// ZeroHold and ZeroThink are set when a scenario file says "hold: 0s" or "think: 0s": a zero
+	// that means zero, where an absent field takes the default.
+	ZeroHold  bool `yaml:"-" json:"zero_hold,omitempty"`
+	ZeroThink bool `yaml:"-" json:"zero_think,omitempty"`
 	// Duration is the fault phase; StuckAfter and Tail as in harness.Config.
 	Duration   Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
 	StuckAfter Duration `yaml:"stuck_after,omitempty" json:"stuck_after,omitempty"`
@@ -50,6 +58,15 @@ func (w Workload) merge(o Workload) Workload {
 	set(&w.StuckAfter, o.StuckAfter)
 	set(&w.Tail, o.Tail)
 	w.Fencing = w.Fencing || o.Fencing
+	w.LockPerClient = w.LockPerClient || o.LockPerClient
+	if o.Hold != 0 {
+		w.ZeroHold = false
+	}
+	if o.Think != 0 {
+		w.ZeroThink = false
+	}
+	w.ZeroHold = w.ZeroHold || o.ZeroHold
+	w.ZeroThink = w.ZeroThink || o.ZeroThink
 	return w
 }
 
@@ -77,10 +94,15 @@ type Scenario struct {
 	// "redlock", "zookeeper". An algorithm's own entry wins over its family's.
 	Variants map[string]Variant `yaml:"variants,omitempty" json:"variants,omitempty"`
 	// Expect maps an algorithm to its expected verdict: S (safe), Us (unsafe, service class),
-	// Uc (unsafe, client class), U (unsafe, either class), X (stuck), R (racy: a real bug the
-	// scenario hits in some runs only, so safe and unsafe both match), or "-: reason" when the
-	// cell makes no sense. An algorithm not listed is not expected anything.
+	// Uc (unsafe, client class), U (unsafe, either class), X (stuck) — checker.ParseExpectation's
+	// codes — or "-: reason" when the cell makes no sense. An algorithm not listed is not
+	// expected anything. A race is not an expectation: a scenario forces it at its point
+	// (DESIGN.md §10).
 	Expect map[string]string `yaml:"expect,omitempty" json:"expect,omitempty"`
+	// Catches maps a mutant (algorithms.Mutants, DESIGN.md §11) to the verdict the scenario must
+	// catch it with: Us, Uc or X, with an optional comment after a colon, as in Expect. A mutant
+	// runs its real algorithm's variants (and its own, when the scenario has one).
+	Catches map[string]string `yaml:"catches,omitempty" json:"catches,omitempty"`
 }
 
 // Cell is a scenario resolved for one algorithm: everything a run needs.
@@ -95,12 +117,6 @@ type Cell struct {
 	Expected string
 	// NA is the reason the cell makes no sense, when it does not.
 	NA string
-}
-
-// Expectation codes of the catalogue and the verdicts they stand for.
-var codes = map[string]string{
-	"S": "safe", "Us": "unsafe-service", "Uc": "unsafe-client", "U": "unsafe", "X": "stuck",
-	"R": "racy",
 }
 
 // families holds the family of algorithms registered at run time (process clients), by name.
@@ -128,7 +144,15 @@ func Family(algorithm string) string {
 // Cell resolves the scenario for an algorithm.
 func (s Scenario) Cell(algorithm string) (Cell, error) {
 	c := Cell{Scenario: s.Name, Algorithm: algorithm, Workload: s.Workload, Faults: s.Faults}
-	for _, key := range []string{Family(algorithm), algorithm} {
+	real, mutant := algorithm, false
+	if info, err := algorithms.Lookup(algorithm); err == nil && info.Mutant != "" {
+		real, mutant = info.Mutant, true
+	}
+	keys := []string{Family(real), real}
+	if mutant {
+		keys = append(keys, algorithm) // a variant of the mutant's own wins
+	}
+	for _, key := range keys {
 		if v, ok := s.Variants[key]; ok {
 			if v.Topology != "" {
 				c.Topology = v.Topology
@@ -146,6 +170,9 @@ func (s Scenario) Cell(algorithm string) (Cell, error) {
 	if !ok {
 		code, ok = extraExpect[s.Name][algorithm]
 	}
+	if mutant {
+		code, ok = s.Catches[algorithm]
+	}
 	if !ok {
 		return c, nil
 	}
@@ -157,9 +184,9 @@ func (s Scenario) Cell(algorithm string) (Cell, error) {
 		return c, nil
 	}
 	head, _, _ := strings.Cut(code, ":")
-	v, ok := codes[strings.TrimSpace(head)]
+	v, ok := checker.ParseExpectation(head)
 	if !ok {
-		return c, fmt.Errorf("scenario %s: expectation %q of %s is not one of S, Us, Uc, U, X, R or \"-: reason\"", s.Name, code, algorithm)
+		return c, fmt.Errorf("scenario %s: expectation %q of %s is not one of %s or \"-: reason\"", s.Name, code, algorithm, strings.Join(checker.ExpectationCodes(), ", "))
 	}
 	c.Expected = v
 	return c, nil
@@ -189,6 +216,20 @@ func (s Scenario) Validate() error {
 	for alg := range s.Expect {
 		if _, err := s.Cell(alg); err != nil {
 			return err
+		}
+	}
+	for m, code := range s.Catches {
+		if info, err := algorithms.Lookup(m); err != nil || info.Mutant == "" {
+			return fmt.Errorf("scenario %s: catches %s, which is not a mutant (`lockchaos list --mutants` shows them)", s.Name, m)
+		}
+		c, err := s.Cell(m)
+		if err != nil {
+			return err
+		}
+		switch c.Expected {
+		case "unsafe-service", "unsafe-client", "unsafe-lost", "stuck":
+		default:
+			return fmt.Errorf("scenario %s: catches %s with %q; want Us, Uc, Ul or X", s.Name, m, code)
 		}
 	}
 	return nil

@@ -116,3 +116,38 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// "hold: 0s" and "think: 0s" mean zero (the throughput workload), where an absent field takes
+// the harness's default; lock_per_client is a workload field.
+func TestParseZeroHoldThink(t *testing.T) {
+	ss, err := scenarios.Parse([]byte(`scenarios:
+  - name: throughput
+    summary: full speed
+    workload: {hold: 0s, think: 0ms, lock_per_client: true}
+    variants:
+      zookeeper: {workload: {think: 0s}}
+  - name: defaults
+    summary: absent fields
+    workload: {hold: 20ms}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := ss[0].Workload
+	if !w.ZeroHold || !w.ZeroThink || !w.LockPerClient {
+		t.Errorf("throughput: ZeroHold %v ZeroThink %v LockPerClient %v, want all true", w.ZeroHold, w.ZeroThink, w.LockPerClient)
+	}
+	if v := ss[0].Variants["zookeeper"].Workload; v.ZeroHold || !v.ZeroThink {
+		t.Errorf("variant: ZeroHold %v ZeroThink %v, want false true", v.ZeroHold, v.ZeroThink)
+	}
+	if d := ss[1].Workload; d.ZeroHold || d.ZeroThink {
+		t.Errorf("defaults: ZeroHold %v ZeroThink %v, want false", d.ZeroHold, d.ZeroThink)
+	}
+	c, err := ss[0].Cell("token")
+	if err != nil || !c.Workload.ZeroHold || !c.Workload.ZeroThink {
+		t.Errorf("cell: %+v %v: the zeros must reach the cell", c.Workload, err)
+	}
+	if _, err := scenarios.Parse([]byte("scenarios:\n  - name: x\n    summary: y\n    workload: {hold: 0s, colour: red}\n")); err == nil || !strings.Contains(err.Error(), "colour") {
+		t.Errorf("unknown workload field: %v, want an error naming it", err)
+	}
+}

@@ -59,7 +59,7 @@ type Requirement struct {
 
 // Expectation is the expected verdict of one scenario, with where it comes from.
 type Expectation struct {
-	// Verdict is a catalogue code: S, Us, Uc, U, X, R, or - (n/a; Note says why).
+	// Verdict is a catalogue code: S, Us, Uc, U, Ul, X, or - (n/a; Note says why).
 	Verdict string `yaml:"verdict"`
 	Note    string `yaml:"note"`
 	// Source is the published issue or documentation claim the verdict confirms or contradicts.
@@ -115,7 +115,7 @@ func LoadManifest(path string) (*Manifest, error) {
 	return &m, nil
 }
 
-var verdicts = map[string]bool{"S": true, "Us": true, "Uc": true, "U": true, "X": true, "R": true, "-": true}
+var verdicts = map[string]bool{"S": true, "Us": true, "Uc": true, "U": true, "Ul": true, "X": true, "-": true}
 
 func (m *Manifest) check() error {
 	switch {
@@ -128,7 +128,7 @@ func (m *Manifest) check() error {
 	}
 	for scen, e := range m.Expect {
 		if !verdicts[e.Verdict] {
-			return fmt.Errorf("expect.%s.verdict %q: want S, Us, Uc, U, X, R or - (n/a)", scen, e.Verdict)
+			return fmt.Errorf("expect.%s.verdict %q: want S, Us, Uc, U, Ul, X or - (n/a)", scen, e.Verdict)
 		}
 		if e.Verdict == "-" && e.Note == "" {
 			return fmt.Errorf("expect.%s: verdict - (n/a) needs a note saying why", scen)

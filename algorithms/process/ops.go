@@ -51,7 +51,9 @@ func (l *Locker) Release(ctx context.Context, _ algorithms.Lease) error {
 // Valid reports whether the library still believes it holds the lease: false once the client
 // said "lost" after the lease was granted; otherwise, when the client supports it, its answer to
 // "valid". A broken client is not valid (its next call stops the run).
-func (l *Locker) Valid(ctx context.Context, lease algorithms.Lease) bool {
+func (l *Locker) Valid(lease algorithms.Lease) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), max(l.cfg.OpTimeout, time.Second))
+	defer cancel()
 	lost := func() bool {
 		d, ok := lease.Data.(leaseData)
 		return ok && l.lost.Load() > d.lostSeen

@@ -98,7 +98,7 @@ func TestProtocolMapping(t *testing.T) {
 	if lease.Fence != 7 || lease.Validity != 400*time.Millisecond || lease.TTL != 500*time.Millisecond {
 		t.Errorf("lease = %+v, want fence 7, validity 400ms, ttl 500ms", lease)
 	}
-	if l.Valid(ctx, lease) {
+	if l.Valid(lease) {
 		t.Error("Valid after the client said lost: true, want false")
 	}
 	if err := l.Release(ctx, lease); !errors.Is(err, algorithms.ErrNotHeld) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/internal/explore"
+	"github.com/lockchaos/lockchaos/internal/runner"
 )
 
 // cmdExplore sweeps every named point × every fault against one algorithm and shrinks what breaks
@@ -56,7 +57,7 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		return 0, usagef("--budget %s: give a positive duration like 5m", budget)
 	}
 	if !outSet {
-		c.out = filepath.Join("reports", "explore", alg)
+		c.out = filepath.Join(defaultOut, "explore", alg)
 	}
 	o := explore.Options{Algorithm: alg, Budget: budget, Out: c.out, TTL: c.ttl, SessionTimeout: session,
 		Clients: c.clients, Seed: c.seed, Points: splitList(points), Faults: splitList(kinds), Runs: runs,
@@ -71,7 +72,7 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if errors.Is(err, explore.ErrBadOptions) {
 		return 0, usagef("%v", err)
 	}
-	if rep == nil || badInput(err) {
+	if rep == nil || runner.BadInput(err) {
 		return 0, err // a missing server binary is the user's to fix: 254 with the fix
 	}
 	if c.json {

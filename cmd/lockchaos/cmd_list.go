@@ -24,6 +24,37 @@ type listing struct {
 	Topologies []string             `json:"topologies"`
 	Faults     []string             `json:"faults"`
 	Points     map[string][]string  `json:"harness_points"`
+	// Mutants are listed with --mutants only (DESIGN.md §11: hidden from the default listing).
+	Mutants []listedMutant `json:"mutants,omitempty"`
+}
+
+// listedMutant is a mutant (algorithms.Mutants) and the scenarios that must catch it.
+type listedMutant struct {
+	Name       string   `json:"name"`
+	Breaks     string   `json:"breaks"`
+	Removed    string   `json:"removed"`
+	Topologies []string `json:"topologies"`
+	CaughtBy   []caught `json:"must_be_caught_by"`
+}
+
+type caught struct {
+	Scenario string `json:"scenario"`
+	Expect   string `json:"expect"`
+}
+
+// mutantListing lists the mutants with the scenarios whose Catches name them.
+func mutantListing(scens []scenarios.Scenario) []listedMutant {
+	var out []listedMutant
+	for _, m := range algorithms.Mutants() {
+		lm := listedMutant{Name: m.Name, Breaks: m.Mutant, Removed: m.Removed, Topologies: m.Topologies, CaughtBy: []caught{}}
+		for _, s := range scens {
+			if code, ok := s.Catches[m.Name]; ok {
+				lm.CaughtBy = append(lm.CaughtBy, caught{s.Name, code})
+			}
+		}
+		out = append(out, lm)
+	}
+	return out
 }
 
 type listedAlgorithm struct {
@@ -36,8 +67,10 @@ type listedAlgorithm struct {
 }
 
 func cmdList(args []string, stdout io.Writer) (int, error) {
-	var c common
-	fs := newFlags("list", &c)
+	var asJSON, mutants bool
+	fs := newCommand("list")
+	fs.BoolVar(&asJSON, "json", false, "print the listing as JSON")
+	fs.BoolVar(&mutants, "mutants", false, "also list the mutants (DESIGN.md §11) and the scenarios that must catch them")
 	if err := parse(fs, args); err != nil {
 		return 0, err
 	}
@@ -46,7 +79,10 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 	for _, a := range algorithms.All() {
 		l.Algorithms = append(l.Algorithms, listedAlgorithm{a.Name, a.Summary, a.Source, a.Topologies, a.Points, a.Fenced})
 	}
-	if c.json {
+	if mutants {
+		l.Mutants = mutantListing(l.Scenarios)
+	}
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return exitValid, enc.Encode(l)
@@ -65,6 +101,20 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, orDash(s.Reproduces), s.Summary)
 	}
 	tw.Flush()
+	if mutants {
+		fmt.Fprintln(stdout)
+		tw = tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "MUTANT\tBREAKS\tMUST BE CAUGHT BY\tREMOVED")
+		for _, m := range l.Mutants {
+			var by []string
+			for _, c := range m.CaughtBy {
+				code, _, _ := strings.Cut(c.Expect, ":")
+				by = append(by, c.Scenario+" ("+strings.TrimSpace(code)+")")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, m.Breaks, orDash(strings.Join(by, ", ")), m.Removed)
+		}
+		tw.Flush()
+	}
 	fmt.Fprintf(stdout, "\ntopologies: %s\nfaults: %s\n", strings.Join(l.Topologies, ", "), strings.Join(l.Faults, ", "))
 	return exitValid, nil
 }
@@ -87,9 +137,8 @@ func lookupAlgorithm(name string) (algorithms.Info, error) {
 }
 
 func cmdDoctor(ctx context.Context, args []string, stdout io.Writer) (int, error) {
-	var c common
 	var clean bool
-	fs := newFlags("doctor", &c)
+	fs := newCommand("doctor")
 	fs.BoolVar(&clean, "clean", false, "remove containers and networks left by killed docker runs")
 	if err := parse(fs, args); err != nil {
 		return 0, err
@@ -123,16 +172,20 @@ func cmdDoctor(ctx context.Context, args []string, stdout io.Writer) (int, error
 }
 
 func cmdServe(ctx context.Context, args []string, stdout io.Writer) (int, error) {
-	var c common
 	var addr string
-	fs := newFlags("serve", &c)
+	fs := newCommand("serve")
 	fs.StringVar(&addr, "addr", "127.0.0.1:8080", "loopback address to listen on")
-	if err := parse(fs, args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return 0, err
 	}
-	dir := c.out
-	if fs.NArg() == 1 {
-		dir = fs.Arg(0)
+	dir := defaultOut
+	switch len(pos) {
+	case 0:
+	case 1:
+		dir = pos[0]
+	default:
+		return 0, usagef("serve: one report directory, not %d (lockchaos serve [DIR])", len(pos))
 	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return 0, usagef("serve: %s is not a report directory (run lockchaos matrix first)", dir)

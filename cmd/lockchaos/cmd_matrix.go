@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
+	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -27,7 +26,7 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	fs.StringVar(&algs, "algorithms", "", "comma-separated algorithms, or all (default: the seven seed algorithms)")
 	fs.StringVar(&scens, "scenarios", "", "comma-separated scenarios (default: the catalogue)")
 	fs.IntVar(&runs, "runs", 1, "runs per cell")
-	fs.StringVar(&shard, "shard", "", "run only shard i of n (i/n, from 1), for CI fan-out")
+	fs.StringVar(&shard, "shard", "", "run only shard i of n (i/n, from 1), for CI fan-out; lockchaos merge joins the shards")
 	fs.IntVar(&parallel, "parallel", 1, "cells run at once")
 	if err := parse(fs, args); err != nil {
 		return 0, err
@@ -41,148 +40,85 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	if parallel < 1 {
 		return 0, usagef("--parallel %d: give at least 1", parallel)
 	}
-	si, sn, err := parseShard(shard)
+	sh, err := runner.ParseShard(shard)
 	if err != nil {
 		return 0, err
 	}
-	algList := scenarios.Seed
+	m := runner.Matrix{Algorithms: scenarios.Seed, Runs: runs, Shard: sh, Parallel: parallel}
 	if algs == "all" {
-		algList = algorithms.Names()
+		m.Algorithms = algorithms.Names()
 	} else if algs != "" {
-		algList = splitList(algs)
-		for _, a := range algList {
+		m.Algorithms = splitList(algs)
+		for _, a := range m.Algorithms {
 			if _, err := lookupAlgorithm(a); err != nil {
 				return 0, err
 			}
 		}
 	}
-	var scenList []scenarios.Scenario
 	if scens == "" {
-		scenList = scenarios.All()
+		m.Scenarios = scenarios.All()
 	} else {
 		for _, name := range splitList(scens) {
 			s, err := lookupScenario(name, c.scenarioFile)
 			if err != nil {
 				return 0, err
 			}
-			scenList = append(scenList, s)
+			m.Scenarios = append(m.Scenarios, s)
 		}
 	}
 
-	type job struct {
-		cell scenarios.Cell
-		run  int
+	nRuns, nNA, err := m.Planned()
+	if err != nil {
+		return 0, err
 	}
-	var jobs []job
-	var naCells []reports.Cell
-	idx := 0
-	for _, s := range scenList {
-		for _, a := range algList {
-			cell, err := s.Cell(a)
-			if err != nil {
-				return 0, usagef("%v", err)
-			}
-			for r := 1; r <= runs; r++ {
-				idx++
-				if (idx-1)%sn != si-1 {
-					continue
-				}
-				run := r
-				if runs == 1 {
-					run = 0
-				}
-				if cell.NA != "" {
-					naCells = append(naCells, reports.Cell{Scenario: s.Name, Algorithm: a, Run: run, NA: cell.NA})
-					continue
-				}
-				jobs = append(jobs, job{cell, run})
-			}
-		}
-	}
-
 	o := c.options()
-	start := time.Now()
-	if !c.quiet {
-		fmt.Fprintf(stderr, "lockchaos: matrix of %d runs (%d n/a) on %s, seed %d, writing %s\n",
-			len(jobs), len(naCells), c.backend, c.seed, o.Out)
+	talk := !c.quiet && !c.json
+	if talk {
+		fmt.Fprintf(stderr, "lockchaos: matrix of %d runs (%d n/a) on %s, shard %d/%d, seed %d, writing %s\n",
+			nRuns, nNA, c.backend, sh.I, sh.N, c.seed, o.Out)
 	}
-	bar, barVisible := newBar(len(jobs), c.quiet, stderr)
-	results := make([]reports.Cell, len(jobs))
-	var harnessErr error
-	var mu sync.Mutex
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	for i, j := range jobs {
-		if ctx.Err() != nil {
-			break
+	bar, barVisible := newBar(nRuns, !talk, stderr)
+	m.Started = func(cell scenarios.Cell, _ int) { bar.Describe(cell.Scenario + "/" + cell.Algorithm) }
+	m.Done = func(rc reports.Cell, _ error) {
+		if !barVisible && !c.json {
+			fmt.Fprintln(stdout, cellLine(rc, o.Out))
 		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			name := j.cell.Scenario + "/" + j.cell.Algorithm
-			bar.Describe(name)
-			rc, _, err := runner.RunCell(ctx, j.cell, o, j.run)
-			mu.Lock()
-			defer mu.Unlock()
-			results[i] = rc
-			if err != nil {
-				if rc.Err == "" {
-					results[i].Err = err.Error()
-				}
-				if harnessErr == nil && ctx.Err() == nil {
-					harnessErr = fmt.Errorf("%s: %w", name, err)
-				}
-				if badInput(err) {
-					harnessErr = err // the same cause will fail every cell: say it once, exit 254
-				}
-			}
-			if !barVisible {
-				fmt.Fprintln(stdout, cellLine(rc))
-			}
-			_ = bar.Add(1)
-		}()
+		_ = bar.Add(1)
 	}
-	wg.Wait()
+	res, runErr := runner.RunMatrix(ctx, m, o)
+	if res == nil {
+		return 0, runErr
+	}
 	_ = bar.Finish()
 	if barVisible {
 		fmt.Fprintln(stderr)
 	}
-
-	cells := append(results, naCells...)
-	meta := reports.MatrixMeta{Title: "lockchaos matrix", Command: "lockchaos matrix " + strings.Join(args, " "),
-		Backend: c.backend, Version: version, Seed: c.seed, Started: start,
-		Algorithms: algList, Scenarios: scenarioNames(scenList)}
-	if err := reports.WriteMatrix(o.Out, cells, meta); err != nil {
+	command := "lockchaos matrix " + strings.Join(args, " ")
+	if err := res.Write(o.Out, command, c.backend, c.seed); err != nil {
 		return 0, fmt.Errorf("write matrix: %w", err)
 	}
-	mismatched := 0
-	for _, rc := range results {
-		if rc.Result == nil || rc.Result.Matches == nil || !*rc.Result.Matches {
-			if rc.Result == nil || rc.Result.Expected != nil {
-				mismatched++
-			}
+	if c.json {
+		if err := reports.EncodeResults(stdout, res.Cells, res.Meta(command, c.backend, c.seed)); err != nil {
+			return 0, err
 		}
+	} else if !c.quiet {
+		fmt.Fprintf(stdout, "%d runs (%d n/a) in %s: %d as expected, %d not — %s/index.html\n",
+			res.Ran, res.NA, res.Elapsed.Round(time.Second), res.Ran-res.Mismatched, res.Mismatched, o.Out)
 	}
-	if !c.quiet {
-		fmt.Fprintf(stdout, "%d runs in %s: %d as expected, %d not — %s/index.html\n",
-			len(results), time.Since(start).Round(time.Second), len(results)-mismatched, mismatched, o.Out)
+	if runErr != nil {
+		return 0, runErr
 	}
-	if harnessErr != nil {
-		return 0, harnessErr
-	}
-	if mismatched > 0 {
+	if res.Mismatched > 0 {
 		return exitInvalid, nil
 	}
 	return exitValid, nil
 }
 
-func cellLine(rc reports.Cell) string {
+func cellLine(rc reports.Cell, out string) string {
 	if rc.Result == nil {
 		return fmt.Sprintf("%s × %s: error: %s", rc.Algorithm, rc.Scenario, rc.Err)
 	}
-	return verdictLine(rc.Result, rc.Dir+"/report.html")
+	return verdictLine(rc.Result, filepath.Join(out, rc.Dir, reports.ReportFile))
 }
 
 func newBar(n int, quiet bool, w io.Writer) (*progressbar.ProgressBar, bool) {
@@ -194,33 +130,12 @@ func newBar(n int, quiet bool, w io.Writer) (*progressbar.ProgressBar, bool) {
 		progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish()), visible
 }
 
-func parseShard(s string) (int, int, error) {
-	if s == "" {
-		return 1, 1, nil
-	}
-	a, b, ok := strings.Cut(s, "/")
-	i, err1 := strconv.Atoi(a)
-	n, err2 := strconv.Atoi(b)
-	if !ok || err1 != nil || err2 != nil || n < 1 || i < 1 || i > n {
-		return 0, 0, usagef("--shard %q: want i/n with 1 ≤ i ≤ n, e.g. --shard 2/4", s)
-	}
-	return i, n, nil
-}
-
 func splitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			out = append(out, p)
 		}
-	}
-	return out
-}
-
-func scenarioNames(ss []scenarios.Scenario) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = s.Name
 	}
 	return out
 }

@@ -86,17 +86,20 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	return verdictCode(r.Verdict), nil
 }
 
-// verdictLine is the one-line summary of a run.
+// verdictLine is the one-line summary of a run: the verdict and what decided it (the checker's
+// decided_by, DESIGN.md §10).
 func verdictLine(r *checker.Result, report string) string {
 	line := fmt.Sprintf("%s × %s: %s", r.Algorithm, r.Scenario, r.Verdict)
 	if r.ViolationClass != nil {
 		line += fmt.Sprintf(" (%s class)", *r.ViolationClass)
 	}
 	if r.TTDMs != nil {
-		line += fmt.Sprintf(", first violation at %.0f ms", *r.TTDMs)
+		line += fmt.Sprintf(" at %s", fmtMs(*r.TTDMs))
 	}
-	line += fmt.Sprintf("; %d acquires, %d exclusion violations, %d lost updates, seed %d — %s",
-		r.AcquiresOk, r.ExclusionViolations, r.LostUpdates, r.Seed, report)
+	if r.DecidedBy != "" {
+		line += " — " + r.DecidedBy
+	}
+	line += fmt.Sprintf("; seed %d — %s", r.Seed, report)
 	if r.Expected != nil && r.Matches != nil {
 		if *r.Matches {
 			line += " [as expected]"
@@ -105,6 +108,13 @@ func verdictLine(r *checker.Result, report string) string {
 		}
 	}
 	return line
+}
+
+func fmtMs(ms float64) string {
+	if ms >= 1000 {
+		return fmt.Sprintf("%.2f s", ms/1000)
+	}
+	return fmt.Sprintf("%.0f ms", ms)
 }
 
 func verdictCode(v checker.Verdict) int {
@@ -118,34 +128,52 @@ func verdictCode(v checker.Verdict) int {
 	}
 }
 
-func cmdCheck(args []string, stdout io.Writer) (int, error) {
-	var c common
-	fs := newFlags("check", &c)
-	if err := parse(fs, args); err != nil {
+func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
+	var asJSON, write bool
+	fs := newCommand("check")
+	fs.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	fs.BoolVar(&write, "write", false, "rewrite the run's result.json and reports from the re-check (default: leave the run as it is)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return 0, err
 	}
-	if fs.NArg() != 1 {
-		return 0, usagef("check needs one run directory (e.g. lockchaos check reports/client-pause/token)")
+	if len(pos) != 1 {
+		return 0, usagef("check needs one run directory (e.g. lockchaos check %s/client-pause/token)", defaultOut)
 	}
-	dir := fs.Arg(0)
+	dir := pos[0]
 	if _, err := os.Stat(filepath.Join(dir, harness.HistoryFile)); err != nil {
 		return 0, usagef("no %s in %s: give the directory of a run", harness.HistoryFile, dir)
 	}
-	out, err := runner.Check(dir, 0)
+	check := runner.CheckHistory
+	if write {
+		check = runner.Check
+	}
+	out, err := check(dir, 0)
 	if err != nil {
 		return 0, err
 	}
 	r := &out.Result
 	for _, w := range r.Warnings {
-		fmt.Fprintf(os.Stderr, "lockchaos: warning: %s\n", w)
+		fmt.Fprintf(stderr, "lockchaos: warning: %s\n", w)
 	}
-	if c.json {
+	code, how := verdictCode(r.Verdict), "by verdict (the run recorded no expectation)"
+	if r.Expected != nil && r.Matches != nil {
+		code, how = exitInvalid, "by the run's recorded expectation, "+*r.Expected
+		if *r.Matches {
+			code = exitValid
+		}
+	}
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return verdictCode(r.Verdict), enc.Encode(r)
+		if err := enc.Encode(r); err != nil {
+			return 0, err
+		}
+	} else {
+		fmt.Fprintln(stdout, verdictLine(r, filepath.Join(dir, "report.html")))
 	}
-	fmt.Fprintln(stdout, verdictLine(r, filepath.Join(dir, "report.html")))
-	return verdictCode(r.Verdict), nil
+	fmt.Fprintf(stderr, "lockchaos: exit %d %s\n", code, how)
+	return code, nil
 }
 
 func lookupScenario(name, file string) (scenarios.Scenario, error) {

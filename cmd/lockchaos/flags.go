@@ -8,12 +8,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockchaos/lockchaos/algorithms/process"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/harness"
-	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/runner"
 )
+
+// defaultOut is where runs are written unless --out says otherwise: a folder that holds no source.
+const defaultOut = "out"
 
 // common holds the flags every running command shares.
 type common struct {
@@ -31,9 +32,34 @@ type common struct {
 	zkImage       string
 }
 
-func newFlags(name string, c *common) *flag.FlagSet {
+// synopses are the first lines of each command's -h.
+var synopses = map[string]string{
+	"list":     "lockchaos list [--json] [--mutants]\n\nLists the algorithms with their named points, the scenarios, the topologies and the faults;\n--mutants adds the mutants (DESIGN.md §11) and the scenarios that must catch them.",
+	"selftest": "lockchaos selftest [--runs N] [--scenarios x,y] [flags]\n\nRuns every scenario against the mutants it must catch and its real algorithms; writes\nOUT/selftest.html, results.json and junit.xml; exits 0 only when every mutant is caught and every\nreal cell matches its expectation with evidence.",
+	"run":      "lockchaos run --algorithm A [--scenario S] [flags]\n\nOne run of algorithm A under scenario S; exits by verdict (0 safe, 1 unsafe or stuck, 2 unknown),\nor by --expect when given (0 as expected, 1 not).",
+	"matrix":   "lockchaos matrix [--algorithms a,b] [--scenarios x,y] [--runs R] [--shard i/n] [flags]\n\nRuns algorithms × scenarios, writes OUT/index.html, results.json and junit.xml; exits 0 when every\ncell matches the catalogue's expectation, 1 otherwise.",
+	"explore":  "lockchaos explore --algorithm A [--budget 5m] [flags]\n\nTries every named point × every fault that can be aimed there, shrinks each failure; exits 1 if\nanything broke.",
+	"check":    "lockchaos check [--json] [--write] DIR\n\nRe-checks the saved run in DIR from its history alone; exits by the run's recorded expectation\nwhen it has one (0 as expected, 1 not), by verdict otherwise.",
+	"merge":    "lockchaos merge OUT DIR...\n\nJoins the output directories of the shards of one matrix (matrix --shard i/n) into one\nOUT/index.html, results.json and junit.xml; fails naming any cell no shard ran.",
+	"doctor":   "lockchaos doctor [--clean]\n\nSays which backends work here and how to fix the rest.",
+	"serve":    "lockchaos serve [--addr 127.0.0.1:8080] [DIR]\n\nServes the reports in DIR (default " + defaultOut + ") on a loopback address.",
+}
+
+// newCommand is a flag set that reports errors through parse, and prints the command's synopsis
+// and its flags with their defaults on -h.
+func newCommand(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported in one line by run
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: %s\n\nflags:\n", synopses[name])
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// newFlags is the flag set of a command that runs cells: the common flags and the command's own.
+func newFlags(name string, c *common) *flag.FlagSet {
+	fs := newCommand(name)
 	fs.DurationVar(&c.duration, "duration", 0, "fault phase length (default: the scenario's)")
 	fs.DurationVar(&c.ttl, "ttl", 0, "lock TTL (default: the scenario's)")
 	fs.IntVar(&c.clients, "clients", 0, "number of clients (default: the scenario's)")
@@ -44,7 +70,7 @@ func newFlags(name string, c *common) *flag.FlagSet {
 	})
 	fs.StringVar(&c.backend, "backend", cluster.Local, "local, docker or external")
 	fs.StringVar(&c.proxy, "proxy", harness.ProxyAuto, "auto, always or never: toxiproxy on client links")
-	fs.StringVar(&c.out, "out", "reports", "output directory")
+	fs.StringVar(&c.out, "out", defaultOut, "output directory")
 	fs.BoolVar(&c.quiet, "quiet", false, "print only the verdict lines")
 	fs.BoolVar(&c.json, "json", false, "print results as JSON")
 	fs.StringVar(&c.scenarioFile, "scenario-file", "", "YAML file of extra scenarios")
@@ -54,16 +80,39 @@ func newFlags(name string, c *common) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args and turns flag errors into usage errors.
+// helpShown is -h: the command's usage, printed to stdout, exit 0.
+type helpShown struct{ text string }
+
+func (h *helpShown) Error() string { return h.text }
+
+// parse parses the flags of a command that takes no positional arguments; flag errors become
+// usage errors, and -h a helpShown.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return usagef("%s: see lockchaos help", fs.Name())
-		}
-		return usagef("%s: %v (see lockchaos help)", fs.Name(), err)
+	pos, err := parseArgs(fs, args)
+	if err == nil && len(pos) > 0 {
+		return usagef("%s: unexpected argument %q (flags start with --; see lockchaos %s -h)", fs.Name(), pos[0], fs.Name())
 	}
-	if fs.NArg() > 0 && fs.Name() != "check" && fs.Name() != "serve" {
-		return usagef("%s: unexpected argument %q (flags start with --)", fs.Name(), fs.Arg(0))
+	return err
+}
+
+// parseArgs parses flags placed anywhere among the positional arguments, and returns those.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				var b strings.Builder
+				fs.SetOutput(&b)
+				fs.Usage()
+				return nil, &helpShown{b.String()}
+			}
+			return nil, usagef("%s: %v (see lockchaos %s -h)", fs.Name(), err, fs.Name())
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
 	var err error
 	fs.Visit(func(f *flag.Flag) {
@@ -72,7 +121,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 			err = usagef("--%s %s: give a positive value (a lease needs a TTL; leave the flag out for the scenario's own)", f.Name, f.Value)
 		}
 	})
-	return err
+	return pos, err
 }
 
 func (c *common) validate() error {
@@ -106,15 +155,4 @@ func (c *common) options() runner.Options {
 		o.ExternalAddrs = strings.Split(c.external, ",")
 	}
 	return o
-}
-
-// badInput reports whether err is the user's to fix (exit 254) rather than the harness's.
-func badInput(err error) bool {
-	for _, target := range []error{harness.ErrBadConfig, cluster.ErrMissingBinary, cluster.ErrBadSpec, history.ErrCorrupt,
-		process.ErrBadManifest, process.ErrMissing} {
-		if errors.Is(err, target) {
-			return true
-		}
-	}
-	return false
 }

@@ -9,9 +9,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockchaos/lockchaos/internal/runner"
 )
 
 type quietLogger struct{}
@@ -33,17 +37,29 @@ var version = "dev"
 const usage = `lockchaos — correctness and chaos tests for distributed locks
 
 usage:
-  lockchaos list [--json]                              algorithms, scenarios, topologies, faults
+  lockchaos list [--json] [--mutants]                  algorithms, scenarios, topologies, faults (and mutants)
   lockchaos run --algorithm A --scenario S [flags]     one run; exit by verdict (or by --expect)
   lockchaos matrix [--algorithms a,b] [--scenarios x,y] [--runs R] [--shard i/n] [flags]
-  lockchaos explore --algorithm A [--budget 5m] [--out DIR]  every named point × fault, failures shrunk; exit 1 if any
-  lockchaos check DIR                                  re-check a saved run from its history
+                                                       algorithms × scenarios; exit by expectations
+  lockchaos merge OUT DIR...                           join the shards' outputs into one matrix in OUT
+  lockchaos selftest [--runs N] [--scenarios x,y]      every scenario × the mutants it must catch and its
+                                                       real algorithms; exit 0 only when all are caught
+  lockchaos explore --algorithm A [--budget 5m]        every named point × fault, failures shrunk; exit 1 if any
+  lockchaos check [--write] DIR                        re-check a saved run from its history
   lockchaos doctor [--clean]                           which backends work here, how to fix the rest
-  lockchaos serve DIR [--addr 127.0.0.1:8080]          serve reports on loopback
+  lockchaos serve [--addr 127.0.0.1:8080] [DIR]        serve reports on loopback
+  lockchaos help [COMMAND]                             this text, or the command's
 
-common flags: --duration 2s --clients 5 --ttl 500ms --seed N --backend local --out reports --quiet --json
-exit codes: 0 valid/as expected, 1 invalid/not as expected, 2 unknown, 254 bad usage, 255 harness error
+lockchaos COMMAND -h lists the command's flags with their defaults. run and matrix share these
+(explore too, but for --duration and --scenario-file):
+  --duration D --clients N --ttl D (default: the scenario's)  --seed N (default: from the time)
+  --backend local|docker|external  --out ` + defaultOut + `  --quiet  --json  --scenario-file FILE
+
+exit codes: 0 valid/as expected, 1 invalid/not as expected, 2 unknown, 254 bad usage or input, 255 harness error
 `
+
+// commands are the subcommands, as the unknown-command message lists them.
+var commands = []string{"list", "run", "matrix", "merge", "selftest", "explore", "check", "doctor", "serve", "help"}
 
 func main() {
 	// go-redis logs every failed dial; under injected faults those are expected, and the history
@@ -88,19 +104,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "explore":
 		code, err = cmdExplore(ctx, args[1:], stdout, stderr)
 	case "check":
-		code, err = cmdCheck(args[1:], stdout)
+		code, err = cmdCheck(args[1:], stdout, stderr)
 	case "doctor":
 		code, err = cmdDoctor(ctx, args[1:], stdout)
 	case "serve":
 		code, err = cmdServe(ctx, args[1:], stdout)
+	case "merge":
+		code, err = cmdMerge(args[1:], stdout)
+	case "selftest":
+		code, err = cmdSelftest(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
+		if len(args) > 1 && args[1] != "help" && slices.Contains(commands, args[1]) {
+			return run(ctx, []string{args[1], "-h"}, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return exitValid
 	default:
-		err = usagef("unknown command %q (commands: list, run, matrix, check, doctor, serve; see lockchaos help)", args[0])
+		err = usagef("unknown command %q (commands: %s; see lockchaos help)", args[0], strings.Join(commands, ", "))
+	}
+	var help *helpShown
+	if errors.As(err, &help) {
+		fmt.Fprint(stdout, help.text)
+		return exitValid
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "lockchaos: %v\n", err)
+		// Errors of the project's packages start with "lockchaos: " too: name the program once.
+		fmt.Fprintf(stderr, "lockchaos: %s\n", strings.ReplaceAll(err.Error(), "lockchaos: ", ""))
 		if isUsage(err) {
 			return exitUsage
 		}
@@ -111,5 +140,5 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func isUsage(err error) bool {
 	var u *usageError
-	return errors.As(err, &u) || badInput(err)
+	return errors.As(err, &u) || runner.BadInput(err)
 }

@@ -136,6 +136,11 @@ func TestRunExitsByVerdict(t *testing.T) {
 	if code != exitValid {
 		t.Errorf("--expect unsafe: exit %d, want 0 (%s)", code, stderr)
 	}
+	// check of that run exits by the expectation it recorded, as run did.
+	code, stdout, stderr = lockchaos(t, "check", filepath.Join(out, "client-pause", "token"))
+	if code != exitValid || !strings.Contains(stdout, "[as expected]") || !strings.Contains(stderr, "recorded expectation, unsafe") {
+		t.Errorf("check of the --expect unsafe run: exit %d, stdout %q, stderr %q; want 0 by the expectation", code, stdout, stderr)
+	}
 }
 
 // TestKilledHarnessLeavesNothing stops the harness mid-run by SIGKILL, SIGINT and SIGTERM: no

@@ -137,7 +137,7 @@ func runLong(b *testing.B, d, every time.Duration) longResult {
 	}
 	raw, err := os.ReadFile(lr.Out)
 	if err != nil {
-		b.Skipf("skip: long run wrote no result (%v): %s", err, lastLine(out))
+		b.Fatalf("long run wrote no result (%v): %s", err, lastLine(out))
 	}
 	var res longResult
 	if err := json.Unmarshal(raw, &res); err != nil {

@@ -27,7 +27,7 @@ type Options struct {
 	// Budget bounds the whole exploration [5m]: no experiment starts after it is spent.
 	Budget time.Duration
 	// Out is the directory of explore.json, explore.html, explore-scenarios.yaml and the runs
-	// [reports/explore/<algorithm>].
+	// [out/explore/<algorithm>].
 	Out string
 	// TTL is the lock's lease [500ms, the catalogue's]; faults are sized from it.
 	TTL time.Duration

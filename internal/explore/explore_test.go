@@ -17,6 +17,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/internal/explore"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/redis/go-redis/v9"
 )
@@ -47,8 +48,8 @@ func explored(t *testing.T, o explore.Options) *explore.Report {
 	start := time.Now()
 	rep, err := explore.Run(context.Background(), o)
 	t.Logf("%s: %s\n%s", o.Algorithm, time.Since(start).Round(time.Second), log.String())
-	if errors.Is(err, cluster.ErrMissingBinary) && os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") != "1" {
-		t.Skipf("skip: %v", err)
+	if errors.Is(err, cluster.ErrMissingBinary) {
+		testenv.MissingServer(t, err)
 	}
 	if err != nil {
 		t.Fatalf("Run: %v", err)

@@ -1,6 +1,7 @@
-// Command reproduce measures how reliably and how fast the catalogue reproduces each known failure:
-// every expected-unsafe or expected-stuck cell and the designated safe cells, R runs each (fresh
-// cluster, seed s+run), and writes the table (cell, reproduced/R, median and max time to first
+// Command reproduce measures how reliably and how fast the catalogue reproduces each known failure
+// and catches each mutant: every cell of the selftest (DESIGN.md §11: each scenario × its real
+// algorithms and the mutants it must catch), R runs each (fresh cluster, seed s+run), and writes
+// the table (cell, reproduced or caught /R, evidence ok /R, median and max time to first
 // violation) to the "Detection speed" section of BENCHMARKS.md. It is `make reproduce`: a
 // benchmark, never a timed test.
 package main
@@ -13,23 +14,15 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockchaos/lockchaos/internal/benchmd"
 	"github.com/lockchaos/lockchaos/internal/runner"
+	"github.com/lockchaos/lockchaos/reports"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
-
-// safeCells are the safe cells the issue names: they must show no violation in any run.
-var safeCells = map[string][]string{
-	"baseline":       {"setnx", "setnx-expire", "setnx-px", "getset", "token", "redlock", "zookeeper"},
-	"clock-skew":     {"token"},
-	"latency":        {"redlock"},
-	"zk-leader-kill": {"zookeeper"},
-}
 
 type quiet struct{}
 
@@ -38,6 +31,7 @@ func (quiet) Printf(context.Context, string, ...any) {}
 type row struct {
 	cell              scenarios.Cell
 	matched, runs     int
+	evidenceOK        int
 	ttds              []float64
 	misses            []string
 	unsafeExpectation bool
@@ -45,7 +39,7 @@ type row struct {
 
 func main() {
 	runs := flag.Int("runs", 20, "runs per cell")
-	out := flag.String("out", "reports/reproduce", "where the runs are written")
+	out := flag.String("out", "out/reproduce", "where the runs are written")
 	bench := flag.String("bench", "BENCHMARKS.md", "markdown file to update")
 	only := flag.String("scenarios", "", "comma-separated scenarios (default: all)")
 	parallel := flag.Int("parallel", 1, "cells run at once")
@@ -54,72 +48,58 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	var rows []*row
+	m := runner.Matrix{Runs: *runs, Parallel: *parallel,
+		Keep: func(c scenarios.Cell) bool { return c.NA == "" && c.Expected != "" }}
 	for _, s := range scenarios.All() {
-		if *only != "" && !slices.Contains(strings.Split(*only, ","), s.Name) {
-			continue
+		if *only == "" || slices.Contains(strings.Split(*only, ","), s.Name) {
+			m.Scenarios = append(m.Scenarios, s)
 		}
-		for _, alg := range scenarios.Seed {
-			c, err := s.Cell(alg)
-			if err != nil || c.NA != "" || c.Expected == "" {
-				continue
-			}
-			unsafe := c.Expected != "safe"
-			if !unsafe && !slices.Contains(safeCells[s.Name], alg) {
-				continue
-			}
-			rows = append(rows, &row{cell: c, unsafeExpectation: unsafe})
+	}
+	cells, algs, err := runner.SelftestCells(m.Scenarios)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "reproduce:", err)
+		os.Exit(254)
+	}
+	m.Cells, m.Algorithms = cells, algs
+	var rows []*row
+	byCell := map[string]*row{}
+	for _, c := range cells {
+		if m.Keep(c) {
+			r := &row{cell: c, unsafeExpectation: c.Expected != "safe"}
+			rows = append(rows, r)
+			byCell[c.Scenario+"/"+c.Algorithm] = r
 		}
 	}
 	start := time.Now()
-	sem := make(chan struct{}, *parallel)
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, r := range rows {
-		for i := 1; i <= *runs && ctx.Err() == nil; i++ {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				rc, _, err := runner.RunCell(ctx, r.cell, runner.Options{Out: *out, Seed: int64(i)}, i)
-				mu.Lock()
-				defer mu.Unlock()
-				r.runs++
-				if err != nil || rc.Result == nil {
-					r.misses = append(r.misses, fmt.Sprintf("run %d: %v", i, err))
-					return
-				}
-				res := rc.Result
-				if r.cell.Expected == "racy" {
-					// A race: count the runs that hit it.
-					if res.Verdict == "unsafe" {
-						r.matched++
-						if res.TTDMs != nil {
-							r.ttds = append(r.ttds, *res.TTDMs)
-						}
-					}
-					return
-				}
-				if res.Matches != nil && *res.Matches {
-					r.matched++
-					if res.TTDMs != nil {
-						r.ttds = append(r.ttds, *res.TTDMs)
-					}
-				} else {
-					r.misses = append(r.misses, fmt.Sprintf("run %d: %s", i, res.Verdict))
-				}
-			}()
+	m.Done = func(rc reports.Cell, err error) {
+		r := byCell[rc.Scenario+"/"+rc.Algorithm]
+		r.runs++
+		fmt.Fprintf(os.Stderr, "%s × %s run %d: %s\n", rc.Algorithm, rc.Scenario, rc.Run, verdictOf(rc))
+		if err != nil || rc.Result == nil {
+			r.misses = append(r.misses, fmt.Sprintf("run %d: %v", rc.Run, err))
+			return
 		}
-		fmt.Fprintf(os.Stderr, "%s × %s queued\n", r.cell.Algorithm, r.cell.Scenario)
+		res := rc.Result
+		if res.Evidence == "ok" {
+			r.evidenceOK++
+		}
+		if res.Matches != nil && *res.Matches {
+			r.matched++
+			if res.TTDMs != nil {
+				r.ttds = append(r.ttds, *res.TTDMs)
+			}
+		} else {
+			r.misses = append(r.misses, fmt.Sprintf("run %d: %s", rc.Run, res.Verdict))
+		}
 	}
-	wg.Wait()
+	// Seeds 1..R: run i of every cell has seed i. A harness error is counted as a miss of its run.
+	_, _ = runner.RunMatrix(ctx, m, runner.Options{Out: *out, Seed: 1})
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "`go run ./internal/reproduce --runs %d` (make reproduce): each cell %d times, fresh servers and seed each run; %s in all.\n"+
-		"Reproduced = runs whose verdict matched the catalogue's expectation (racy cells: runs that hit the race). TTD = time from run start to the first violating operation (stuck: to when the stall reached the limit).\n\n",
+		"Reproduced = runs whose verdict matched the catalogue's expectation (for a mutant: runs that caught it). Evidence ok = runs that showed they could have failed (DESIGN.md §10: every planned fault fired, writes and contended grants in the danger window; an unsafe or stuck run's violation is its own evidence). TTD = time from run start to the first violating operation (stuck: to when the stall reached the limit).\n\n",
 		*runs, *runs, time.Since(start).Round(time.Second))
-	b.WriteString("| cell | expected | reproduced | median TTD | max TTD | misses |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| cell | expected | reproduced | evidence ok | median TTD | max TTD | misses |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		med, mx := "—", "—"
 		if len(r.ttds) > 0 {
@@ -131,12 +111,19 @@ func main() {
 		if miss == "" {
 			miss = "—"
 		}
-		fmt.Fprintf(&b, "| %s × %s | %s | %d/%d | %s | %s | %s |\n", r.cell.Algorithm, r.cell.Scenario,
-			r.cell.Expected, r.matched, r.runs, med, mx, miss)
+		fmt.Fprintf(&b, "| %s × %s | %s | %d/%d | %d/%d | %s | %s | %s |\n", r.cell.Algorithm, r.cell.Scenario,
+			r.cell.Expected, r.matched, r.runs, r.evidenceOK, r.runs, med, mx, miss)
 	}
 	fmt.Print(b.String())
 	if err := benchmd.Update(*bench, "Detection speed", b.String()); err != nil {
 		fmt.Fprintln(os.Stderr, "reproduce:", err)
 		os.Exit(1)
 	}
+}
+
+func verdictOf(rc reports.Cell) string {
+	if rc.Result == nil {
+		return "error: " + rc.Err
+	}
+	return string(rc.Result.Verdict)
 }

@@ -22,7 +22,7 @@ import (
 
 // Options apply to every cell of a run or matrix. Zero fields keep the scenario's values.
 type Options struct {
-	Out      string // output directory (default "reports")
+	Out      string // output directory (default "out")
 	Backend  string
 	Proxies  string
 	Seed     int64
@@ -59,14 +59,16 @@ func Config(c scenarios.Cell, o Options, run int) harness.Config {
 			Clients: w.Clients, TTL: w.TTL.D(), Hold: w.Hold.D(), Think: w.Think.D(),
 			AcquireTimeout: w.AcquireTimeout.D(), SessionTimeout: w.SessionTimeout.D(),
 			OpTimeout: w.OpTimeout.D(), Fencing: w.Fencing,
+			NoHold: w.ZeroHold, NoThink: w.ZeroThink, LockPerClient: w.LockPerClient,
 		},
 		Faults: c.Faults, Duration: w.Duration.D(), StuckAfter: w.StuckAfter.D(), Tail: w.Tail.D(),
 		Seed: o.Seed + int64(max(run, 1)-1), Dir: Dir(o.out(), c, run), Version: o.Version,
 		Log: o.Log, ExternalAddrs: o.ExternalAddrs,
 		RedisImage: o.RedisImage, ZooKeeperImage: o.ZooKeeperImage,
 	}
-	if info, err := algorithms.Lookup(c.Algorithm); err == nil && info.Fenced {
-		// A fenced algorithm is run as it is meant to be used: the resource checks its fences.
+	if info, err := algorithms.Lookup(c.Algorithm); err == nil && info.Fenced && !info.FenceUnchecked {
+		// A fenced algorithm is run as it is meant to be used: the resource checks its fences
+		// (except the fence-unchecked mutant's, whose point is that nobody checks them).
 		cfg.Fencing = true
 	}
 	if o.Duration > 0 {
@@ -84,7 +86,7 @@ func Config(c scenarios.Cell, o Options, run int) harness.Config {
 
 func (o Options) out() string {
 	if o.Out == "" {
-		return "reports"
+		return "out"
 	}
 	return o.Out
 }
@@ -136,7 +138,7 @@ func RunCell(ctx context.Context, c scenarios.Cell, o Options, run int) (reports
 	if errors.Is(err, algorithms.ErrBroken) {
 		ended = err.Error()
 	}
-	out, cerr := check(res.Dir, o.CheckTimeout, ended)
+	out, cerr := checkEnded(res.Dir, o.CheckTimeout, ended)
 	if cerr != nil {
 		return rc, nil, fmt.Errorf("check %s: %w", res.Dir, cerr)
 	}
@@ -146,17 +148,16 @@ func RunCell(ctx context.Context, c scenarios.Cell, o Options, run int) (reports
 
 // Check re-checks the history in dir and rewrites its result.json and reports.
 func Check(dir string, timeout time.Duration) (*checker.Outcome, error) {
-	return check(dir, timeout, "")
+	return checkEnded(dir, timeout, "")
 }
 
-// check is Check for a run that a broken client ended early (ended says how): what it recorded
-// is judged, but a run cut short proves no safety, so safe and stuck become unknown.
-func check(dir string, timeout time.Duration, ended string) (*checker.Outcome, error) {
-	h, err := history.ReadFile(filepath.Join(dir, harness.HistoryFile))
+// checkEnded is Check for a run that a broken client ended early (ended says how): what it
+// recorded is judged, but a run cut short proves no safety, so safe and stuck become unknown.
+func checkEnded(dir string, timeout time.Duration, ended string) (*checker.Outcome, error) {
+	h, out, err := check(dir, timeout)
 	if err != nil {
 		return nil, err
 	}
-	out := checker.CheckHistory(h, checker.Options{Timeout: timeout})
 	if r := &out.Result; ended != "" && r.Verdict != checker.Unsafe {
 		r.Verdict = checker.Unknown
 		r.FirstViolation, r.TTDMs = nil, nil // a stall cut short by the end proves nothing
@@ -170,4 +171,18 @@ func check(dir string, timeout time.Duration, ended string) (*checker.Outcome, e
 		return out, fmt.Errorf("write report: %w", err)
 	}
 	return out, nil
+}
+
+// CheckHistory re-checks the history in dir and writes nothing.
+func CheckHistory(dir string, timeout time.Duration) (*checker.Outcome, error) {
+	_, out, err := check(dir, timeout)
+	return out, err
+}
+
+func check(dir string, timeout time.Duration) (*history.History, *checker.Outcome, error) {
+	h, err := history.ReadFile(filepath.Join(dir, harness.HistoryFile))
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, checker.CheckHistory(h, checker.Options{Timeout: timeout}), nil
 }

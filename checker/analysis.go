@@ -1,0 +1,258 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// Analysis is everything the checker concluded about a run, in the shapes reports draw: the
+// holding windows the exclusion check used, the leases the lock check assumed, every violation
+// with its cause, and the evidence. Reports and the CLI render it; they never recompute it.
+type Analysis struct {
+	Holds      []Hold
+	Leases     []Lease
+	Violations []Violation
+	// Danger is the danger window of each fault that attacked the lock, in ns.
+	Danger [][2]int64
+}
+
+// Hold is one acquisition's holding window (DESIGN.md §6.1), in ns since the run's start.
+type Hold struct {
+	Acq    int64 // the acquire's id
+	Client int
+	Lock   string
+	// Call is the acquire's invocation; Grant its return (for an acquire of unknown outcome that
+	// still touched the resource: its first access).
+	Call, Grant int64
+	// End is the return of the last access under it (Grant when there was none).
+	End int64
+	// LastAccess is the id of the access that ends the window, 0 when there was none.
+	LastAccess int64
+	// Expiry is when the holder's own validity ran out (Call + validity_ns), 0 when it has none.
+	Expiry int64
+	Fence  uint64
+}
+
+// Lease is the lease the lock service gave an acquisition, as the lock check assumes it: from
+// when the winning attempt was sent, until it could first have expired (TTL·(1−drift) later)
+// or its holder began releasing it, whichever is first. End is history.Never for a lease without
+// TTL that was never released.
+type Lease struct {
+	Acq        int64
+	Client     int
+	Start, End int64
+	// Released is true when End is the release's invocation rather than the expiry.
+	Released bool
+}
+
+// holds returns the holding windows, in grant order.
+func (r *run) holds(ws []window) []Hold {
+	out := make([]Hold, 0, len(ws))
+	for _, w := range ws {
+		a := &r.ops[w.acq]
+		h := Hold{Acq: a.ID, Client: a.Client, Lock: a.Lock, Call: a.Call, Grant: w.start, End: w.end, Fence: a.Fence}
+		if w.last >= 0 {
+			h.LastAccess = r.ops[w.last].ID
+		}
+		if a.ValidityNs > 0 {
+			h.Expiry = a.Call + a.ValidityNs
+		}
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(x, y Hold) int { return int(x.Grant - y.Grant) })
+	return out
+}
+
+// leases returns the lease of every successful acquire.
+func (r *run) leases() []Lease {
+	rel := r.releaseCalls()
+	var out []Lease
+	for i := range r.ops {
+		a := &r.ops[i]
+		if a.Op != history.OpAcquire || !a.Ok() {
+			continue
+		}
+		l := Lease{Acq: a.ID, Client: a.Client, Start: a.Sent, End: history.Never}
+		if t := r.ttl(a); t > 0 {
+			l.End = a.Sent + t
+		}
+		if t, ok := rel[i]; ok && t < l.End {
+			l.End, l.Released = t, true
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// releaseCalls maps an acquire's index to the earliest invocation of an ok or unknown release
+// of it.
+func (r *run) releaseCalls() map[int]int64 {
+	rel := make(map[int]int64)
+	for i := range r.ops {
+		o := &r.ops[i]
+		if o.Op != history.OpRelease || o.Status == history.TypeFail {
+			continue
+		}
+		if j, ok := r.acquireOf(o); ok {
+			if t, seen := rel[j]; !seen || o.Call < t {
+				rel[j] = o.Call
+			}
+		}
+	}
+	return rel
+}
+
+// serviceCause names what let the service grant b while a's lease was valid: a fault on the
+// servers between a's grant and b's, a clock fault on b's client, or a release by a third
+// acquisition in between (the late DEL of seed 003's table). It says so when nothing in the
+// history explains it.
+func (r *run) serviceCause(a, b *history.Operation) string {
+	for i := range r.faults {
+		f := &r.faults[i]
+		if f.Error != "" || strings.HasSuffix(f.Name, ":arm") {
+			continue
+		}
+		switch f.Name {
+		case "restart", "kill", "failover", "clock-jump", "pause-server":
+			if f.Start >= a.Sent && f.Start <= b.Return {
+				return fmt.Sprintf("%s of %s at %s", f.Name, f.Target, fmtMs(f.Start))
+			}
+		case "clock-skew":
+			if f.Start <= b.Return && f.End > b.Sent && targetsClient(f.Target, b.Client) {
+				return fmt.Sprintf("client %d's clock was skewed (%s) when it took the lock over", b.Client, f.Detail)
+			}
+		}
+	}
+	// A release by another acquisition that reached the service while a held: its DEL removed
+	// a's key. One that completed inside [a's grant, b's grant] certainly landed there (the latest
+	// is named); one whose outcome is unknown may have landed at any time after it was sent.
+	var done, pending *history.Operation
+	for i := range r.ops {
+		o := &r.ops[i]
+		if o.Op != history.OpRelease || o.Status == history.TypeFail || o.Acq == a.ID || o.Acq == b.ID || o.Call > b.Return {
+			continue
+		}
+		switch {
+		case o.Status == history.TypeInfo:
+			if pending == nil || o.Call > pending.Call {
+				pending = o
+			}
+		case o.Done >= a.Return:
+			if done == nil || o.Call > done.Call {
+				done = o
+			}
+		}
+	}
+	if done != nil {
+		late := ""
+		if j, ok := r.idx.get(done.Acq); ok {
+			if ttl := r.ttl(&r.ops[j]); ttl > 0 && done.Call > r.ops[j].Sent+ttl {
+				late = "late "
+			}
+		}
+		return fmt.Sprintf("client %d's %srelease (op %d, of its acq %d), invoked at %s and answered at %s, removed client %d's key",
+			done.Client, late, done.ID, done.Acq, fmtMs(done.Call), fmtMs(done.Done), a.Client)
+	}
+	if pending != nil {
+		return fmt.Sprintf("client %d's release (op %d, of its acq %d), sent at %s and never answered in time, can have landed late and removed client %d's key",
+			pending.Client, pending.ID, pending.Acq, fmtMs(pending.Call), a.Client)
+	}
+	if a.Client != b.Client {
+		return fmt.Sprintf("no fault or release in the history explains it: the service handed client %d's lock to client %d on its own", a.Client, b.Client)
+	}
+	return "no fault or release in the history explains it"
+}
+
+// clientCause names how the old holder of an overlap came to use an expired lease: its late
+// access, and the fault that held it (a pause, a partition) if one did.
+func (r *run) clientCause(a *history.Operation, aEnd int) string {
+	if aEnd < 0 {
+		return fmt.Sprintf("client %d kept using acq %d", a.Client, a.ID)
+	}
+	e := &r.ops[aEnd]
+	s := fmt.Sprintf("client %d's %s (op %d) at %s", a.Client, e.Op, e.ID, fmtMs(e.Call))
+	if a.ValidityNs > 0 {
+		exp := a.Call + a.ValidityNs
+		if e.Call > exp {
+			s += fmt.Sprintf(" came %s after its own validity ended at %s", fmtDur(e.Call-exp), fmtMs(exp))
+		}
+	} else if t := r.ttl(a); t > 0 && e.Call > a.Sent+t {
+		s += fmt.Sprintf(" came %s after its lease could have expired at %s", fmtDur(e.Call-a.Sent-t), fmtMs(a.Sent+t))
+	}
+	for i := range r.faults {
+		f := &r.faults[i]
+		if f.Error == "" && f.Start >= a.Return && f.Start <= e.Call && targetsClient(f.Target, a.Client) {
+			s += fmt.Sprintf(", after a %s from %s", f.Name, fmtMs(f.Start))
+			if f.End != history.Never {
+				s += fmt.Sprintf(" to %s", fmtMs(f.End))
+			}
+			break
+		}
+	}
+	return s
+}
+
+// expiredWrite reports whether write w (under acquire a) was invoked after a's own validity had
+// ended: the holder used a lease it could know was over.
+func expiredWrite(a, w *history.Operation) bool {
+	return w.Op == history.OpWrite && a.ValidityNs > 0 && w.Call > a.Call+a.ValidityNs
+}
+
+// fenceRegressions counts accepted writes whose fence did not go forward: lower than the highest
+// accepted before, or equal to it under another acquisition (two holders given one fence). It
+// returns the first as a violation.
+func (r *run) fenceRegressions() (int, *Violation) {
+	var ws []int
+	for i := range r.ops {
+		if o := &r.ops[i]; o.Op == history.OpWrite && o.Ok() && o.Fence > 0 {
+			ws = append(ws, i)
+		}
+	}
+	slices.SortStableFunc(ws, func(x, y int) int { return int(r.ops[x].Call - r.ops[y].Call) })
+	var top uint64
+	topAt := -1
+	n := 0
+	var first *Violation
+	for _, i := range ws {
+		o := &r.ops[i]
+		if topAt >= 0 && (o.Fence < top || (o.Fence == top && o.Acq != r.ops[topAt].Acq)) {
+			n++
+			if first == nil {
+				p := &r.ops[topAt]
+				first = &Violation{Kind: "fence-regression", Class: ServiceClass, AtMs: ms(o.Call), A: ref(p), B: ref(o),
+					Explanation: fmt.Sprintf("client %d's write was accepted with fence %d after client %d's write with fence %d: fences did not go forward, so the resource could not tell the stale holder",
+						o.Client, o.Fence, p.Client, p.Fence)}
+			}
+			continue
+		}
+		top, topAt = o.Fence, i
+	}
+	return n, first
+}
+
+// targetsClient reports whether a fault line's target names client c.
+func targetsClient(target string, c int) bool {
+	return slices.Contains(targetClients(target), c)
+}
+
+func fmtMs(ns int64) string {
+	if ns == history.Never {
+		return "never"
+	}
+	return fmtDur(ns)
+}
+
+// fmtDur prints a duration in ns the way the reports do: 1.71 s, 420 ms, 80 µs.
+func fmtDur(ns int64) string {
+	switch {
+	case ns >= 1e9 || ns <= -1e9:
+		return fmt.Sprintf("%.2f s", float64(ns)/1e9)
+	case ns >= 1e6 || ns <= -1e6:
+		return fmt.Sprintf("%.0f ms", float64(ns)/1e6)
+	default:
+		return fmt.Sprintf("%.0f µs", float64(ns)/1e3)
+	}
+}

@@ -1,0 +1,201 @@
+package checker
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// EvidenceOK is Result.Evidence when the run could have failed (DESIGN.md §10).
+const EvidenceOK = "ok"
+
+// PlannedFault is one fault of the scenario and whether it fired.
+type PlannedFault struct {
+	Rule  int    `json:"rule"`
+	Kind  string `json:"kind"`
+	Point string `json:"point,omitempty"`
+	Setup bool   `json:"setup,omitempty"`
+	Fired bool   `json:"fired"`
+	// Times is how many occurrences took effect.
+	Times int `json:"times"`
+	// Reason says why a fault that did not fire never did.
+	Reason string `json:"reason,omitempty"`
+}
+
+// FiredFault is one occurrence of a fault that took effect.
+type FiredFault struct {
+	Fault  int64   `json:"fault"`
+	Rule   int     `json:"rule,omitempty"`
+	Kind   string  `json:"kind"`
+	Point  string  `json:"point,omitempty"`
+	Target string  `json:"target,omitempty"`
+	AtMs   float64 `json:"at_ms"`
+	EndMs  float64 `json:"end_ms"` // -1 when it never ended (a crash, a kill)
+}
+
+// Span is a stretch of the run, in ms since its start.
+type Span struct {
+	StartMs float64 `json:"start_ms"`
+	EndMs   float64 `json:"end_ms"`
+}
+
+// occurrence is a fired fault with its danger window, in ns.
+type occurrence struct {
+	span          *history.FaultSpan
+	setup         bool
+	clients       []int // the clients it targets (they are not "others" for contention)
+	start, danger int64 // the danger window [start, danger)
+}
+
+// harnessStall is the span the harness records when it was not scheduled: not a fault of the
+// scenario, nothing attacked the lock.
+const harnessStall = "harness-stall"
+
+var clientRE = regexp.MustCompile(`client-(\d+)`)
+
+// occurrences returns the fault occurrences that took effect, each with its danger window: from
+// its start until one lease (the TTL, or the session timeout when longer) after it healed, or
+// the run's end when it never healed (a crash, a node killed for good).
+func (r *run) occurrences() []occurrence {
+	lease := max(r.meta.TTLNs, r.meta.SessionTimeoutNs)
+	var out []occurrence
+	for i := range r.faults {
+		f := &r.faults[i]
+		if f.Error != "" || strings.HasSuffix(f.Name, ":arm") || f.Name == harnessStall {
+			continue
+		}
+		o := occurrence{span: f, start: f.Start, danger: r.end}
+		// A kill is instant in the history, but its node stays dead: its danger lasts the run.
+		if f.End != history.Never && f.Name != "kill" {
+			o.danger = min(f.End+lease, r.end)
+		}
+		if f.Rule > 0 && f.Rule <= len(r.meta.Faults) {
+			o.setup = r.meta.Faults[f.Rule-1].Setup
+		}
+		o.clients = targetClients(f.Target)
+		out = append(out, o)
+	}
+	return out
+}
+
+// targetClients parses the clients a fault line's target names ("client-3,client-4 → redis-1").
+func targetClients(target string) []int {
+	var out []int
+	for _, m := range clientRE.FindAllStringSubmatch(target, -1) {
+		if c, err := strconv.Atoi(m[1]); err == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// evidence fills the evidence fields of res and returns the line that says what is missing, or
+// EvidenceOK. It does not look at the verdict: an unsafe run needs no evidence beyond its
+// violation, and the caller decides.
+func (r *run) evidence(res *Result, unfired []history.UnfiredFault) string {
+	occ := r.occurrences()
+	planned := r.plannedFaults(occ, unfired)
+	res.FaultsPlanned = planned
+	res.FaultsFired = []FiredFault{}
+	for _, o := range occ {
+		f := o.span
+		end := -1.0
+		if f.End != history.Never {
+			end = ms(f.End)
+		}
+		res.FaultsFired = append(res.FaultsFired, FiredFault{Fault: f.ID, Rule: f.Rule, Kind: f.Name, Point: f.Point,
+			Target: f.Target, AtMs: ms(f.Start), EndMs: end})
+	}
+	attacks := slices.DeleteFunc(slices.Clone(occ), func(o occurrence) bool { return o.setup })
+	res.DangerWindows = []Span{}
+	for _, o := range attacks {
+		res.DangerWindows = append(res.DangerWindows, Span{StartMs: ms(o.start), EndMs: ms(o.danger)})
+	}
+	inWindow := func(t int64, client int) bool {
+		for _, o := range attacks {
+			if t >= o.start && t < o.danger && (client == 0 || !slices.Contains(o.clients, client)) {
+				return true
+			}
+		}
+		return false
+	}
+	granted := map[int]bool{}
+	for i := range r.ops {
+		o := &r.ops[i]
+		switch {
+		case o.Op == history.OpWrite:
+			switch {
+			case o.Ok():
+				res.WritesOk++
+			case staleRejected(o):
+				res.WritesRejected++
+			}
+			if (o.Ok() || staleRejected(o)) && inWindow(o.Call, 0) {
+				res.WritesInWindow++
+			}
+		case o.Op == history.OpAcquire && o.Ok():
+			granted[o.Client] = true
+			if inWindow(o.Return, o.Client) {
+				res.GrantsInWindow++
+			}
+		}
+	}
+	for _, p := range planned {
+		if !p.Fired {
+			return fmt.Sprintf("fault %d (%s) never fired: %s", p.Rule, p.Kind, p.Reason)
+		}
+	}
+	switch {
+	case res.WritesOk+res.WritesRejected == 0:
+		return "no client wrote the resource: nothing could have been lost"
+	case len(attacks) == 0 && len(planned) > 0:
+		return "only setup faults fired: nothing attacked the lock"
+	case len(attacks) == 0 && len(granted) < 2:
+		return "only one client was ever granted the lock: nothing was contended"
+	case len(attacks) > 0 && res.WritesInWindow == 0:
+		return "no write in the danger window (from each fault until one lease after it healed): the fault put nothing at risk"
+	case len(attacks) > 0 && res.GrantsInWindow == 0:
+		return "no other client was granted the lock in the danger window: nothing contended the faulted holder's lease"
+	}
+	return EvidenceOK
+}
+
+// plannedFaults pairs the meta line's planned faults with the occurrences that took effect and
+// the run's unfired lines. A history without planned faults (older runs) plans what it fired.
+func (r *run) plannedFaults(occ []occurrence, unfired []history.UnfiredFault) []PlannedFault {
+	out := []PlannedFault{}
+	if len(r.meta.Faults) == 0 {
+		for _, o := range occ {
+			out = append(out, PlannedFault{Kind: o.span.Name, Point: o.span.Point, Fired: true, Times: 1})
+		}
+		return out
+	}
+	for i, f := range r.meta.Faults {
+		p := PlannedFault{Rule: i + 1, Kind: f.Kind, Point: f.Point, Setup: f.Setup}
+		for _, o := range occ {
+			if o.span.Rule == p.Rule {
+				p.Times++
+			}
+		}
+		p.Fired = p.Times > 0
+		if !p.Fired {
+			p.Reason = "the history has no record of it firing (the run may have ended early)"
+			for _, u := range unfired {
+				if u.Rule == p.Rule && u.Reason != "" {
+					p.Reason = u.Reason
+				}
+			}
+			for j := range r.faults {
+				if fs := &r.faults[j]; fs.Rule == p.Rule && fs.Error != "" {
+					p.Reason = "it could not be injected: " + fs.Error
+				}
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}

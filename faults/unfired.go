@@ -1,0 +1,57 @@
+package faults
+
+import (
+	"fmt"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// Unfired is a planned fault that never took effect, and why.
+type Unfired struct {
+	Rule   int // 1-based index of the spec
+	Kind   string
+	Point  string
+	Reason string
+}
+
+// Unfired lists the faults that never took effect. Call it after HealAll: no fault fires after
+// that, so the list is final.
+func (n *Nemesis) Unfired() []Unfired {
+	var out []Unfired
+	for _, r := range n.rules {
+		r.mu.Lock()
+		injected, seen, lastErr := r.injected, r.seen, r.lastErr
+		r.mu.Unlock()
+		if injected > 0 {
+			continue
+		}
+		out = append(out, Unfired{Rule: r.index, Kind: r.spec.Kind, Point: r.spec.Point, Reason: r.reason(seen, lastErr)})
+	}
+	return out
+}
+
+func (r *rule) reason(seen int, lastErr string) string {
+	s := r.spec
+	switch {
+	case lastErr != "":
+		return "it could not be injected: " + lastErr
+	case s.Point == "":
+		return fmt.Sprintf("its time (%s) was not reached before the fault phase ended", s.At)
+	case seen == 0 && s.Client != 0:
+		return fmt.Sprintf("client %d never reached its point %s", s.Client, s.Point)
+	case seen == 0:
+		return fmt.Sprintf("no client reached its point %s", s.Point)
+	case seen <= s.Skip:
+		return fmt.Sprintf("its point %s was reached %d times, all skipped (skip %d)", s.Point, seen, s.Skip)
+	default:
+		return fmt.Sprintf("its point %s was reached %d times but the fault phase had ended", s.Point, seen)
+	}
+}
+
+// RecordUnfired writes one history line for each fault that never took effect, so a check of the
+// history alone knows why (DESIGN.md §10). Call it after HealAll.
+func (n *Nemesis) RecordUnfired() {
+	for _, u := range n.Unfired() {
+		n.record(history.Event{Phase: history.PhaseUnfired, Rule: u.Rule, Name: u.Kind, Point: u.Point, Detail: u.Reason})
+	}
+}

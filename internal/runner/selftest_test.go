@@ -1,0 +1,87 @@
+package runner_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/runner"
+	"github.com/lockchaos/lockchaos/internal/testenv"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// The whole catalogue's selftest runs in `make test` through the CLI (lockchaos selftest): every
+// real cell against its expectation with evidence, every mutant caught. These tests check the
+// selftest itself.
+
+// TestSelftestPlan: every scenario names a mutant, and each mutant's cell expects its catch.
+func TestSelftestPlan(t *testing.T) {
+	cells, algs, err := runner.SelftestCells(scenarios.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutants := 0
+	for _, c := range cells {
+		s, _ := scenarios.Lookup(c.Scenario)
+		if code, ok := s.Catches[c.Algorithm]; ok {
+			mutants++
+			if !strings.HasPrefix(c.Expected, "unsafe") && c.Expected != "stuck" {
+				t.Errorf("%s × %s: expects %q for catch %q", c.Algorithm, c.Scenario, c.Expected, code)
+			}
+		}
+	}
+	if mutants < 9 {
+		t.Errorf("%d mutant cells, want every mutant of DESIGN.md §11 caught somewhere", mutants)
+	}
+	for _, s := range scenarios.All() {
+		if len(s.Catches) == 0 {
+			t.Errorf("scenario %s catches no mutant: it tests nothing", s.Name)
+		}
+	}
+	t.Logf("%d cells over %d algorithms and mutants", len(cells), len(algs))
+}
+
+// TestSelftestFailsWithoutTheFault: a scenario whose fault is removed catches nothing — its
+// mutants go unnoticed, and its unsafe cells turn safe — so the selftest must fail. (Its safe
+// cells still have evidence: without planned faults a run is judged as a baseline, by contention.)
+func TestSelftestFailsWithoutTheFault(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs against real servers")
+	}
+	s, err := scenarios.Lookup("slow-release")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Faults = nil
+	vs := make(map[string]scenarios.Variant, len(s.Variants))
+	for k, v := range s.Variants {
+		v.Faults = nil
+		vs[k] = v
+	}
+	s.Variants = vs
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := runner.Selftest(ctx, []scenarios.Scenario{s}, runner.Matrix{Parallel: 2},
+		runner.Options{Out: t.TempDir(), Seed: 1}, "test")
+	if errors.Is(err, cluster.ErrMissingBinary) {
+		testenv.MissingServer(t, err)
+	}
+	if err != nil {
+		t.Fatalf("selftest: %v", err)
+	}
+	if res.Passed() {
+		t.Fatalf("selftest passed slow-release without its fault: the scenario would test nothing")
+	}
+	missed := strings.Join(res.Missed, "\n")
+	for _, m := range []string{"token-plain-del", "getset-no-compare"} {
+		if !strings.Contains(missed, m) {
+			t.Errorf("mutant %s not among the missed:\n%s", m, missed)
+		}
+	}
+	if !strings.Contains(missed, "setnx-px × slow-release: safe") {
+		t.Errorf("setnx-px's unsafe cell should be safe without the fault; missed:\n%s", missed)
+	}
+}
