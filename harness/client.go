@@ -62,11 +62,11 @@ func (c *client) once(ctx context.Context) error {
 	lease, err := c.locker.Acquire(actx)
 	cancel()
 	if err != nil {
-		if c.stopped(ctx, err) {
-			c.abandon(ctx, acq, err)
+		if c.broken(acq, err) { // first: a broken client is reported even when the run is ending
 			return errStop
 		}
-		if c.broken(acq, err) {
+		if c.stopped(ctx, err) {
+			c.abandon(ctx, acq, err)
 			return errStop
 		}
 		c.rec.complete(acq, outcome(err), history.Event{Error: err.Error()})
@@ -90,10 +90,10 @@ func (c *client) once(ctx context.Context) error {
 	switch {
 	case err == nil:
 		c.rec.complete(rel, history.TypeOk, history.Event{})
+	case c.broken(rel, err):
+		return errStop
 	case c.stopped(ctx, err):
 		c.abandon(ctx, rel, err)
-		return errStop
-	case c.broken(rel, err):
 		return errStop
 	case errors.Is(err, algorithms.ErrNotHeld):
 		c.rec.complete(rel, history.TypeFail, history.Event{Error: err.Error()})

@@ -330,8 +330,10 @@ func (l *Locker) call(ctx context.Context, req request, deadline time.Time, grac
 		case <-l.closed:
 			return reply{}, fmt.Errorf("process client %s was closed", l.who)
 		case <-done:
-			if !errors.Is(ctx.Err(), context.Canceled) {
-				done = nil // a deadline: the client was told it, so its answer is still awaited
+			if !errors.Is(ctx.Err(), context.Canceled) || time.Now().After(deadline) {
+				// A deadline, or the run ended while the client was already late: it was told
+				// timeout_ms, so its answer is awaited until the grace is over.
+				done = nil
 				continue
 			}
 			l.mu.Lock()

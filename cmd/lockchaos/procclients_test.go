@@ -31,41 +31,48 @@ func skipWithoutProcessClient(t *testing.T, code int, stderr string) {
 	}
 }
 
-// TestBadProcessClientRun: a client that answers an id it was not asked stops the run with exit
-// 255 and one line naming it, the problem and its last stderr; the history is kept and checks;
-// neither the client nor the servers survive. Real redis-server.
+// TestBadProcessClientRun: a client that answers an id it was not asked, or hangs past its
+// deadline, stops the run with exit 255 and one line naming it, the problem and its last stderr;
+// the history is kept and checks; neither the client nor the servers survive. Real redis-server.
 func TestBadProcessClientRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs real servers")
 	}
-	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp)
-	out := t.TempDir()
-	script := testdata(t, "wrong_id.sh")
-	code, stdout, stderr := lockchaos(t, "run", "--client-cmd", script, "--topology", "redis-single",
-		"--scenario", "baseline", "--seed", "1", "--out", out, "--quiet")
-	if code != exitHarness {
-		t.Fatalf("exit %d, want 255 (stdout %s, stderr %s)", code, stdout, stderr)
-	}
-	line := strings.TrimSpace(stderr)
-	if strings.Count(line, "\n") != 0 || !strings.Contains(line, "client-cmd client") || !strings.Contains(line, "answered id 42") {
-		t.Errorf("stderr %q: want one line naming client-cmd and the problem", stderr)
-	}
-	if !strings.Contains(stdout, "unknown") {
-		t.Errorf("verdict line %q: want unknown (the run ended early)", stdout)
-	}
-	dir := filepath.Join(out, "baseline", "client-cmd")
-	if code, so, se := lockchaos(t, "check", dir); code == exitUsage || code == exitHarness {
-		t.Errorf("check of the broken run: exit %d, %s %s", code, so, se)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "client-1.stderr")); err != nil {
-		t.Errorf("no client-1.stderr: %v", err)
-	}
-	if left := procsMentioning(script); len(left) > 0 {
-		t.Errorf("client processes survive: %v", left)
-	}
-	if left := procsMentioning(tmp); len(left) > 0 {
-		t.Errorf("server processes survive: %v", left)
+	for _, c := range []struct{ script, problem string }{
+		{"wrong_id.sh", "answered id 42"},
+		{"hang.sh", "did not answer acquire"},
+	} {
+		t.Run(c.script, func(t *testing.T) {
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			out := t.TempDir()
+			script := testdata(t, c.script)
+			code, stdout, stderr := lockchaos(t, "run", "--client-cmd", script, "--topology", "redis-single",
+				"--scenario", "baseline", "--seed", "1", "--out", out, "--quiet")
+			if code != exitHarness {
+				t.Fatalf("exit %d, want 255 (stdout %s, stderr %s)", code, stdout, stderr)
+			}
+			line := strings.TrimSpace(stderr)
+			if strings.Count(line, "\n") != 0 || !strings.Contains(line, "client-cmd client") || !strings.Contains(line, c.problem) {
+				t.Errorf("stderr %q: want one line naming client-cmd and %q", stderr, c.problem)
+			}
+			if !strings.Contains(stdout, "unknown") {
+				t.Errorf("verdict line %q: want unknown (the run ended early)", stdout)
+			}
+			dir := filepath.Join(out, "baseline", "client-cmd")
+			if code, so, se := lockchaos(t, "check", dir); code == exitUsage || code == exitHarness {
+				t.Errorf("check of the broken run: exit %d, %s %s", code, so, se)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "client-1.stderr")); err != nil {
+				t.Errorf("no client-1.stderr: %v", err)
+			}
+			if left := procsMentioning(script); len(left) > 0 {
+				t.Errorf("client processes survive: %v", left)
+			}
+			if left := procsMentioning(tmp); len(left) > 0 {
+				t.Errorf("server processes survive: %v", left)
+			}
+		})
 	}
 }
 

@@ -116,6 +116,13 @@ func RegisterCommand(command, topology string) (string, error) {
 		return "", fmt.Errorf("%w: --client-cmd needs --topology (redis-single, redis-sentinel, redis-multi, zookeeper or etcd)", process.ErrBadManifest)
 	}
 	wd, _ := os.Getwd()
+	mu.Lock()
+	if p, ok := registered["client-cmd"]; ok && p != "--client-cmd "+command {
+		// Another command given before in this process (tests): the latest one wins.
+		algorithms.Unregister("client-cmd")
+		delete(registered, "client-cmd")
+	}
+	mu.Unlock()
 	m := &process.Manifest{Name: "client-cmd", Command: argv, Topology: topology, Dir: wd,
 		Path: "--client-cmd " + command, Summary: "process client: " + command}
 	m.Supports.Valid = true

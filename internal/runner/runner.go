@@ -161,7 +161,8 @@ func checkEnded(dir string, timeout time.Duration, ended string) (*checker.Outco
 	if r := &out.Result; ended != "" && r.Verdict != checker.Unsafe {
 		r.Verdict = checker.Unknown
 		r.FirstViolation, r.TTDMs = nil, nil // a stall cut short by the end proves nothing
-		r.Warnings = append(r.Warnings, "the run ended early: "+ended)
+		r.DecidedBy = "the run ended early: " + ended
+		r.Warnings = append(r.Warnings, r.DecidedBy)
 		if r.Expected != nil {
 			m := checker.Matches(r, *r.Expected)
 			r.Matches = &m
