@@ -6,12 +6,13 @@ OUT   ?= out
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian packages the tests and the local backend need.
-DEBS  := redis-server redis-sentinel redis-tools zookeeper libslf4j-java default-jre-headless etcd-server chromium
+DEBS  := redis-server redis-sentinel redis-tools zookeeper libslf4j-java default-jre-headless etcd-server chromium \
+         python3-redis python3-kazoo python3-etcd3 libcurator-recipes-java default-jdk-headless libfaketime
 FUZZTIME ?= 20s
 BENCH_LONG_RUN ?= 10m
 SOAK ?= 10m
 
-.PHONY: help deps images build test test-short run matrix selftest reproduce bench soak fuzz vet clean
+.PHONY: help deps images clients build test test-short run matrix selftest reproduce bench soak fuzz vet clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -26,6 +27,12 @@ deps: ## install the servers and the browser the tests use (apt-get; sudo when n
 	fi
 	@command -v $(GO) >/dev/null || { echo "make deps: Go is not installed (https://go.dev/doc/install)"; exit 1; }
 
+CURATOR_CP := $(subst $(eval) ,:,$(addprefix /usr/share/java/,curator-recipes.jar curator-framework.jar curator-client.jar zookeeper.jar))
+
+clients: deps ## compile the shipped Java process client (clients/curator) with javac
+	mkdir -p clients/curator/build
+	javac -d clients/curator/build -cp $(CURATOR_CP) clients/curator/CuratorLock.java
+
 build: ## build bin/lockchaos
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/lockchaos
 
@@ -37,7 +44,7 @@ vet: ## gofmt, go vet, and go.mod/go.sum tidy
 images: deps ## build the docker backend's images offline (lockchaos/redis, lockchaos/zookeeper); FORCE=1 rebuilds
 	images/build.sh $(if $(FORCE),--force)
 
-test: deps images vet build ## install what the tests need, run every test (real servers, Docker, a real browser) with -race, the selftest once, then each fuzz test briefly
+test: deps images clients vet build ## install what the tests need, run every test (real servers, Docker, a real browser) with -race, the selftest once, then each fuzz test briefly
 	LOCKCHAOS_REQUIRE_SERVERS=1 LOCKCHAOS_REQUIRE_BROWSER=1 LOCKCHAOS_REQUIRE_DOCKER=1 $(GO) test -race -count=1 -p 1 -timeout 40m ./...
 	$(BIN) selftest --parallel 2 --out $(OUT)/selftest
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10s

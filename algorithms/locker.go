@@ -85,6 +85,9 @@ type Config struct {
 	Clock Clock
 	// Point is the client's named-point hook (default NoPoint).
 	Point PointFunc
+	// Dir is the run directory, where a client may keep files of its own (a process client's
+	// stderr); "" when there is none.
+	Dir string
 	// Rand is the client's random source, seeded from the run's seed (tokens, retry delays).
 	Rand *rand.Rand
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/lockchaos/lockchaos/algorithms"
 )
 
 // Client faults act on the harness's clients. A paused or crashed process is silent to the outside:
@@ -35,9 +37,32 @@ func (clientPause) validate(s Spec) error {
 
 func (clientPause) Describe(t Target) string { return fmt.Sprintf("paused %s at %s", t.For, t.Point) }
 
-// Inject black-holes the paused client's links; the nemesis holds the client at its point.
+// Inject black-holes the paused client's links; the nemesis holds the client at its point. A
+// client in a process of its own (algorithms.Pauser) is also stopped whole (SIGSTOP) until the heal.
 func (clientPause) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
-	return silence(ctx, env, t)
+	heal, err := silence(ctx, env, t)
+	if err != nil {
+		return nil, err
+	}
+	var paused []algorithms.Pauser
+	for _, c := range t.Clients {
+		if p, ok := lockerOf(env, c).(algorithms.Pauser); ok {
+			if err := p.Pause(); err != nil {
+				return heal, fmt.Errorf("pause client %d's process: %w", c, err)
+			}
+			paused = append(paused, p)
+		}
+	}
+	if len(paused) == 0 {
+		return heal, nil
+	}
+	return func(ctx context.Context) error {
+		var errs []error
+		for _, p := range paused {
+			errs = append(errs, p.Resume())
+		}
+		return errors.Join(append(errs, heal(ctx))...)
+	}, nil
 }
 
 func (clientCrash) Name() string    { return "client-crash" }
@@ -49,9 +74,33 @@ func (clientCrash) targetsClients() {}
 func (clientCrash) Describe(t Target) string { return "crashed at " + t.Point }
 
 // Inject silences the client for good: its requests never arrive and its sessions expire, as the
-// server sees a dead process.
+// server sees a dead process. A client in a process of its own (algorithms.Killer) is killed.
 func (clientCrash) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
-	return silence(ctx, env, t)
+	heal, err := silence(ctx, env, t)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range t.Clients {
+		if k, ok := lockerOf(env, c).(algorithms.Killer); ok {
+			if err := k.Kill(); err != nil {
+				return heal, fmt.Errorf("kill client %d's process: %w", c, err)
+			}
+		}
+	}
+	return heal, nil
+}
+
+// LockerEnv is an Env that hands out a client's Locker, so client faults can act on a client that
+// runs in a process of its own (algorithms.Pauser, algorithms.Killer).
+type LockerEnv interface {
+	Locker(c int) algorithms.Locker
+}
+
+func lockerOf(env Env, c int) algorithms.Locker {
+	if le, ok := env.(LockerEnv); ok {
+		return le.Locker(c)
+	}
+	return nil
 }
 
 func silence(ctx context.Context, env Env, t Target) (Heal, error) {

@@ -32,6 +32,8 @@ type client struct {
 	rec    *recorder
 	res    *resource
 	w      Workload
+	// fatal ends the run with err (a client that broke its protocol).
+	fatal func(err error)
 }
 
 // errStop ends the loop: the client crashed or the run is over.
@@ -60,6 +62,9 @@ func (c *client) once(ctx context.Context) error {
 	lease, err := c.locker.Acquire(actx)
 	cancel()
 	if err != nil {
+		if c.broken(acq, err) { // first: a broken client is reported even when the run is ending
+			return errStop
+		}
 		if c.stopped(ctx, err) {
 			c.abandon(ctx, acq, err)
 			return errStop
@@ -85,6 +90,8 @@ func (c *client) once(ctx context.Context) error {
 	switch {
 	case err == nil:
 		c.rec.complete(rel, history.TypeOk, history.Event{})
+	case c.broken(rel, err):
+		return errStop
 	case c.stopped(ctx, err):
 		c.abandon(ctx, rel, err)
 		return errStop
@@ -143,6 +150,19 @@ func expired(clock algorithms.Clock, start time.Time, lease algorithms.Lease) bo
 func (c *client) valid(lease algorithms.Lease) bool {
 	v, ok := c.locker.(algorithms.Validator)
 	return !ok || v.Valid(lease)
+}
+
+// broken ends the run when err says the client broke its protocol (algorithms.ErrBroken): the
+// operation's outcome is unknown, and the history so far is kept.
+func (c *client) broken(id int64, err error) bool {
+	if !errors.Is(err, algorithms.ErrBroken) {
+		return false
+	}
+	c.rec.complete(id, history.TypeInfo, history.Event{Error: err.Error()})
+	if c.fatal != nil {
+		c.fatal(err)
+	}
+	return true
 }
 
 // stopped reports whether err means the client must stop (crashed at a point, or the run ended)

@@ -113,6 +113,9 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 		return err
 	}
 	defer closeAll(clients)
+	for _, c := range clients {
+		env.lockers = append(env.lockers, c.locker)
+	}
 
 	runCtx, stopClients := context.WithCancel(ctx)
 	defer stopClients()
@@ -128,7 +131,14 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 	}()
 	var panicked error
 	var panicOnce sync.Once
+	fail := func(err error) {
+		panicOnce.Do(func() {
+			panicked = err
+			stopClients()
+		})
+	}
 	for _, c := range clients {
+		c.fatal = fail // a client that broke its protocol (algorithms.ErrBroken) ends the run
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -136,10 +146,7 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 				// A panic in a lock's code (a user's Locker under locktest) ends the run, not
 				// the process: the servers are stopped and what was recorded is kept.
 				if p := recover(); p != nil {
-					panicOnce.Do(func() {
-						panicked = fmt.Errorf("client %d panicked: %v", c.id, p)
-						stopClients()
-					})
+					fail(fmt.Errorf("client %d panicked: %v", c.id, p))
 				}
 			}()
 			c.run(runCtx)
@@ -189,7 +196,7 @@ func newClients(cfg Config, info algorithms.Info, cl cluster.Cluster, env *env, 
 			Client: id, Name: name, TTL: cfg.TTL, Addrs: ep.Addrs, Dial: ep.Dial,
 			SessionTimeout: cfg.SessionTimeout, OpTimeout: cfg.OpTimeout, Clock: env.clocks[id],
 			Point: func(ctx context.Context, name string) error { return nem.Point(ctx, id, name) },
-			Rand:  rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(id))),
+			Rand:  rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(id))), Dir: cfg.Dir,
 		}
 		if ep.MasterName != "" {
 			acfg.Sentinel = &algorithms.SentinelConfig{MasterName: ep.MasterName, Addrs: ep.SentinelAddrs}
@@ -202,6 +209,14 @@ func newClients(cfg Config, info algorithms.Info, cl cluster.Cluster, env *env, 
 		clients[i] = &client{id: id, lock: acfg.Name, locker: locker, clock: acfg.Clock, point: acfg.Point,
 			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(1000+id))), rec: rec,
 			res: shared, w: cfg.Workload}
+	}
+	for _, c := range clients {
+		if s, ok := c.locker.(algorithms.Starter); ok {
+			if err := s.Ready(context.Background()); err != nil {
+				closeAll(clients)
+				return nil, fmt.Errorf("client %d: %s: %w", c.id, cfg.Algorithm, err)
+			}
+		}
 	}
 	return clients, nil
 }
@@ -222,6 +237,15 @@ type env struct {
 	cluster cluster.Cluster
 	cfg     Config
 	clocks  []*skewClock
+	lockers []algorithms.Locker // by client, from 0
+}
+
+// Locker returns client c's Locker (nil for an unknown client), for faults on process clients.
+func (e *env) Locker(c int) algorithms.Locker {
+	if c < 1 || c > len(e.lockers) {
+		return nil
+	}
+	return e.lockers[c-1]
 }
 
 func (e *env) Cluster() cluster.Cluster { return e.cluster }

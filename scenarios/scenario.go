@@ -119,8 +119,18 @@ type Cell struct {
 	NA string
 }
 
+// families holds the family of algorithms registered at run time (process clients), by name.
+var families = map[string]string{}
+
+// SetFamily makes an algorithm use a family's variants (a process client on ZooKeeper uses the
+// "zookeeper" ones). Call it before the algorithm's cells are resolved.
+func SetFamily(algorithm, family string) { families[algorithm] = family }
+
 // Family returns the variant family of an algorithm.
 func Family(algorithm string) string {
+	if f, ok := families[algorithm]; ok {
+		return f
+	}
 	switch {
 	case strings.HasPrefix(algorithm, "redlock"), algorithm == "redsync":
 		return "redlock"

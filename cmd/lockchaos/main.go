@@ -91,6 +91,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err  error
 	)
 	switch args[0] {
+	case "list", "run", "matrix", "explore":
+		if args, err = prepareProcessClients(args); err != nil {
+			fmt.Fprintf(stderr, "lockchaos: %v\n", err)
+			return exitUsage
+		}
+	}
+	switch args[0] {
 	case "list":
 		code, err = cmdList(args[1:], stdout)
 	case "run":

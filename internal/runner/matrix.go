@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/lockchaos/lockchaos/algorithms/process"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/harness"
 	"github.com/lockchaos/lockchaos/history"
@@ -282,13 +283,13 @@ func (r *MatrixResult) Meta(command, backend string, seed int64) reports.MatrixM
 
 // BadInput reports whether err is the user's to fix (exit 254) rather than the harness's: a bad
 // configuration, a missing server binary or image, a bad cluster spec, a corrupt history, a bad
-// matrix or bad shards to merge.
+// matrix or bad shards to merge, a bad process-client manifest or a client that cannot run here.
 func BadInput(err error) bool {
 	if err == nil {
 		return false
 	}
 	for _, target := range []error{harness.ErrBadConfig, cluster.ErrMissingBinary, cluster.ErrBadSpec,
-		history.ErrCorrupt, ErrBadMatrix, ErrBadShards} {
+		history.ErrCorrupt, ErrBadMatrix, ErrBadShards, process.ErrBadManifest, process.ErrMissing} {
 		if errors.Is(err, target) {
 			return true
 		}

@@ -4,6 +4,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -137,7 +138,11 @@ func RunCell(ctx context.Context, c scenarios.Cell, o Options, run int) (reports
 		}
 		// The run failed part-way: what it recorded is still checked and reported.
 	}
-	out, cerr := Check(res.Dir, o.CheckTimeout)
+	ended := ""
+	if errors.Is(err, algorithms.ErrBroken) {
+		ended = err.Error()
+	}
+	out, cerr := checkEnded(res.Dir, o.CheckTimeout, ended)
 	if cerr != nil {
 		return rc, nil, fmt.Errorf("check %s: %w", res.Dir, cerr)
 	}
@@ -147,9 +152,25 @@ func RunCell(ctx context.Context, c scenarios.Cell, o Options, run int) (reports
 
 // Check re-checks the history in dir and rewrites its result.json and reports.
 func Check(dir string, timeout time.Duration) (*checker.Outcome, error) {
+	return checkEnded(dir, timeout, "")
+}
+
+// checkEnded is Check for a run that a broken client ended early (ended says how): what it
+// recorded is judged, but a run cut short proves no safety, so safe and stuck become unknown.
+func checkEnded(dir string, timeout time.Duration, ended string) (*checker.Outcome, error) {
 	h, out, err := check(dir, timeout)
 	if err != nil {
 		return nil, err
+	}
+	if r := &out.Result; ended != "" && r.Verdict != checker.Unsafe {
+		r.Verdict = checker.Unknown
+		r.FirstViolation, r.TTDMs = nil, nil // a stall cut short by the end proves nothing
+		r.DecidedBy = "the run ended early: " + ended
+		r.Warnings = append(r.Warnings, r.DecidedBy)
+		if r.Expected != nil {
+			m := checker.Matches(r, *r.Expected)
+			r.Matches = &m
+		}
 	}
 	if err := reports.WriteRun(dir, h, out); err != nil {
 		return out, fmt.Errorf("write report: %w", err)

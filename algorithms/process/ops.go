@@ -1,0 +1,125 @@
+package process
+
+import (
+	"context"
+	"syscall"
+	"time"
+
+	"github.com/lockchaos/lockchaos/algorithms"
+)
+
+// Acquire asks the client to take the lock within the time left on ctx.
+func (l *Locker) Acquire(ctx context.Context) (algorithms.Lease, error) {
+	if err := l.Ready(ctx); err != nil {
+		return algorithms.Lease{}, err
+	}
+	dl := deadline(ctx, 2*l.cfg.TTL)
+	seen := l.lost.Load()
+	r, err := l.call(ctx, request{Type: TypeAcquire, TimeoutMs: max(time.Until(dl).Milliseconds(), 1)}, dl, l.spec.Grace)
+	if err != nil {
+		return algorithms.Lease{}, err
+	}
+	if r.Type != TypeOk {
+		return algorithms.Lease{}, l.outcome("acquire", r, CodeTimeoutDefinite, CodeRefused)
+	}
+	lease := algorithms.Lease{Fence: r.Fence, TTL: l.cfg.TTL, Data: leaseData{lostSeen: seen}}
+	if r.ValidityMs != nil {
+		lease.Validity = time.Duration(*r.ValidityMs) * time.Millisecond
+	}
+	if r.TTLMs != nil {
+		lease.TTL = time.Duration(*r.TTLMs) * time.Millisecond
+	}
+	return lease, nil
+}
+
+// Release asks the client to give the lock back.
+func (l *Locker) Release(ctx context.Context, _ algorithms.Lease) error {
+	if err := l.Ready(ctx); err != nil {
+		return err
+	}
+	dl := deadline(ctx, 2*l.cfg.TTL)
+	r, err := l.call(ctx, request{Type: TypeRelease, TimeoutMs: max(time.Until(dl).Milliseconds(), 1)}, dl, l.spec.Grace)
+	if err != nil {
+		return err
+	}
+	if r.Type == TypeOk {
+		return nil
+	}
+	return l.outcome("release", r, CodeNotHeld, CodeTimeoutDefinite, CodeRefused)
+}
+
+// Valid reports whether the library still believes it holds the lease: false once the client
+// said "lost" after the lease was granted; otherwise, when the client supports it, its answer to
+// "valid". A broken client is not valid (its next call stops the run).
+func (l *Locker) Valid(lease algorithms.Lease) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), max(l.cfg.OpTimeout, time.Second))
+	defer cancel()
+	lost := func() bool {
+		d, ok := lease.Data.(leaseData)
+		return ok && l.lost.Load() > d.lostSeen
+	}
+	if lost() || !l.spec.Valid {
+		return !lost()
+	}
+	dl := deadline(ctx, max(l.cfg.OpTimeout, time.Second))
+	r, err := l.call(ctx, request{Type: TypeValid, TimeoutMs: max(time.Until(dl).Milliseconds(), 1)}, dl, l.spec.Grace)
+	if err != nil {
+		return false
+	}
+	if r.Type != TypeOk {
+		return false
+	}
+	if r.Held == nil {
+		l.fail(`answered valid with ok but no "held" field`)
+		return false
+	}
+	return *r.Held && !lost() // a lost line before the answer counts too
+}
+
+// Pause stops the whole process (SIGSTOP): every thread freezes, as in a GC pause.
+func (l *Locker) Pause() error { return signalGroup(l.cmd.Process, syscall.SIGSTOP) }
+
+// Resume continues a paused process (SIGCONT).
+func (l *Locker) Resume() error { return signalGroup(l.cmd.Process, syscall.SIGCONT) }
+
+// Kill kills the process (SIGKILL); the OS closes its connections. Its exit is then expected.
+func (l *Locker) Kill() error {
+	l.killed.Store(true)
+	return signalGroup(l.cmd.Process, syscall.SIGKILL)
+}
+
+// Close ends the client: stdin is closed (a well-behaved client exits), and the process group
+// is killed if it has not exited within a moment. It is safe to call more than once.
+func (l *Locker) Close() error {
+	if l.closing.Swap(true) {
+		return nil
+	}
+	close(l.closed)
+	_ = l.stdin.Close()
+	select {
+	case <-l.waitDone:
+	case <-time.After(300 * time.Millisecond):
+	}
+	// The group too: a wrapper's children must not outlive the run. SIGCONT first in case a
+	// pause is still in force (a stopped process does not act on SIGKILL's aftermath promptly).
+	_ = signalGroup(l.cmd.Process, syscall.SIGCONT)
+	_ = signalGroup(l.cmd.Process, syscall.SIGKILL)
+	<-l.waitDone
+	select {
+	case <-l.readDone:
+	case <-time.After(2 * time.Second):
+	}
+	if l.file != nil {
+		return l.file.Close()
+	}
+	return nil
+}
+
+var (
+	_ algorithms.Locker    = (*Locker)(nil)
+	_ algorithms.Validator = (*Locker)(nil)
+	_ algorithms.Pauser    = (*Locker)(nil)
+	_ algorithms.Killer    = (*Locker)(nil)
+	_ algorithms.Closer    = (*Locker)(nil)
+	_ algorithms.Starter   = (*Locker)(nil)
+)

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testdata returns the absolute path of a misbehaving client script.
+func testdata(t *testing.T, name string) string {
+	p, err := filepath.Abs(filepath.Join("..", "..", "algorithms", "process", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// skipWithoutProcessClient skips when a shipped client cannot run here (exit 254 naming the fix),
+// unless LOCKCHAOS_REQUIRE_SERVERS=1, where it fails.
+func skipWithoutProcessClient(t *testing.T, code int, stderr string) {
+	t.Helper()
+	if code == exitUsage && strings.Contains(stderr, "cannot run here") {
+		if os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") == "1" {
+			t.Fatalf("process client missing: %s", stderr)
+		}
+		t.Skipf("process client missing: %s", stderr)
+	}
+}
+
+// TestBadProcessClientRun: a client that answers an id it was not asked, or hangs past its
+// deadline, stops the run with exit 255 and one line naming it, the problem and its last stderr;
+// the history is kept and checks; neither the client nor the servers survive. Real redis-server.
+func TestBadProcessClientRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	for _, c := range []struct{ script, problem string }{
+		{"wrong_id.sh", "answered id 42"},
+		{"hang.sh", "did not answer acquire"},
+	} {
+		t.Run(c.script, func(t *testing.T) {
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			out := t.TempDir()
+			script := testdata(t, c.script)
+			code, stdout, stderr := lockchaos(t, "run", "--client-cmd", script, "--topology", "redis-single",
+				"--scenario", "baseline", "--seed", "1", "--out", out, "--quiet")
+			if code != exitHarness {
+				t.Fatalf("exit %d, want 255 (stdout %s, stderr %s)", code, stdout, stderr)
+			}
+			line := strings.TrimSpace(stderr)
+			if strings.Count(line, "\n") != 0 || !strings.Contains(line, "client-cmd client") || !strings.Contains(line, c.problem) {
+				t.Errorf("stderr %q: want one line naming client-cmd and %q", stderr, c.problem)
+			}
+			if !strings.Contains(stdout, "unknown") {
+				t.Errorf("verdict line %q: want unknown (the run ended early)", stdout)
+			}
+			dir := filepath.Join(out, "baseline", "client-cmd")
+			if code, so, se := lockchaos(t, "check", dir); code == exitUsage || code == exitHarness {
+				t.Errorf("check of the broken run: exit %d, %s %s", code, so, se)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "client-1.stderr")); err != nil {
+				t.Errorf("no client-1.stderr: %v", err)
+			}
+			if left := procsMentioning(script); len(left) > 0 {
+				t.Errorf("client processes survive: %v", left)
+			}
+			if left := procsMentioning(tmp); len(left) > 0 {
+				t.Errorf("server processes survive: %v", left)
+			}
+		})
+	}
+}
+
+// TestBadProcessClientMatrix: in a matrix, a broken client's cell is unknown and the other cells
+// still run.
+func TestBadProcessClientMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(manifest, []byte("name: bad-exit\ncommand: ["+testdata(t, "exit_at_start.sh")+"]\ntopology: redis-single\n"), 0o644)
+	out := t.TempDir()
+	code, _, stderr := lockchaos(t, "matrix", "--algorithms", manifest+",token", "--scenarios", "baseline",
+		"--seed", "1", "--out", out, "--quiet")
+	if code != exitHarness || !strings.Contains(stderr, "cannot connect to the moon") {
+		t.Errorf("exit %d, stderr %q: want 255 naming the client's last stderr line", code, stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Results []struct {
+			Algorithm string `json:"algorithm"`
+			Verdict   string `json:"verdict"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatalf("results.json: %v", err)
+	}
+	got := map[string]string{}
+	for _, c := range res.Results {
+		got[c.Algorithm] = c.Verdict
+	}
+	if got["bad-exit"] != "unknown" {
+		t.Errorf("bad client's cell: %q, want unknown", got["bad-exit"])
+	}
+	if got["token"] != "safe" {
+		t.Errorf("token's cell: %q, want safe (the matrix goes on)", got["token"])
+	}
+}
+
+// TestBadManifest: a manifest with an unknown field is bad input: one line with the line number.
+func TestBadManifest(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "m.yaml")
+	os.WriteFile(p, []byte("name: x\ncommand: [true]\ntopology: redis-single\ncolour: blue\n"), 0o644)
+	code, _, stderr := lockchaos(t, "run", "--algorithm", p)
+	if code != exitUsage || !strings.Contains(stderr, "line 4") || !strings.Contains(stderr, "colour") {
+		t.Errorf("exit %d, %q: want 254 naming line 4 and the field", code, stderr)
+	}
+	if _, _, se := lockchaos(t, "run", "--client-cmd", "true"); !strings.Contains(se, "--topology") {
+		t.Errorf("--client-cmd without --topology: %q, want it to ask for --topology", se)
+	}
+}
+
+// TestShippedClients runs each shipped library in baseline (safe) and client-pause (its
+// measured verdict). Real servers, Debian's packages, and `make clients` for Curator.
+func TestShippedClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	cases := []struct{ alg, scenario, expect string }{
+		{"redis-py", "baseline", "safe"},
+		{"redis-py", "client-pause", "unsafe-client"},
+		{"kazoo", "baseline", "safe"},
+		{"kazoo", "client-pause", "unsafe-client"},
+		{"curator", "baseline", "safe"},
+		{"curator", "client-pause", "unsafe-client"},
+	}
+	for _, c := range cases {
+		t.Run(c.alg+"/"+c.scenario, func(t *testing.T) {
+			code, stdout, stderr := lockchaos(t, "run", "--algorithm", c.alg, "--scenario", c.scenario,
+				"--seed", "1", "--out", t.TempDir(), "--expect", c.expect, "--quiet")
+			skipWithoutProcessClient(t, code, stderr)
+			if code != exitValid {
+				t.Errorf("exit %d, want 0 for --expect %s: %s %s", code, c.expect, stdout, stderr)
+			}
+		})
+	}
+}
+
+// TestShippedEtcd3Breaks records what Debian's python3-etcd3 0.12.0 does: its Lock.acquire
+// crashes with a TypeError from tenacity as soon as the lock is contended, and the run stops
+// naming it. If this test fails, the package changed: measure it again.
+func TestShippedEtcd3Breaks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	code, stdout, stderr := lockchaos(t, "run", "--algorithm", "python-etcd3", "--scenario", "baseline",
+		"--seed", "1", "--out", t.TempDir(), "--quiet")
+	skipWithoutProcessClient(t, code, stderr)
+	if code != exitHarness || !strings.Contains(stderr, "TypeError") || !strings.Contains(stderr, "python-etcd3 client") {
+		t.Errorf("exit %d, %s %s: want 255 naming python-etcd3's TypeError", code, stdout, stderr)
+	}
+}
+
+// TestListManifest: list registers a manifest given with --algorithms and shows it, with the
+// shipped clients.
+func TestListManifest(t *testing.T) {
+	code, stdout, stderr := lockchaos(t, "list", "--algorithms", filepath.Join("..", "..", "docs", "examples", "mylock.yaml"))
+	if code != exitValid {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, name := range []string{"mylock", "redis-py", "kazoo", "curator", "python-etcd3"} {
+		if !strings.Contains(stdout, "\n"+name+" ") {
+			t.Errorf("list does not show %s", name)
+		}
+	}
+}
+
+// TestKilledHarnessLeavesNoClient: SIGKILL of the harness mid-run leaves no process client behind
+// (they are forked with Pdeathsig from one locked thread).
+func TestKilledHarnessLeavesNoClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	bin := filepath.Join(t.TempDir(), "lockchaos")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	// A client that outlives its stdin: only Pdeathsig can end it when the harness dies.
+	script := testdata(t, "stubborn.py")
+	cmd := exec.Command(bin, "run", "--client-cmd", script, "--topology", "redis-single", "--scenario", "baseline",
+		"--duration", "60s", "--out", t.TempDir(), "--quiet")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(procsMentioning(script)) < 5 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("5 clients never ran (found %v): the test would prove nothing", procsMentioning(script))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	_ = cmd.Wait()
+	deadline = time.Now().Add(10 * time.Second)
+	for len(procsMentioning(script)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left := procsMentioning(script); len(left) > 0 {
+		t.Errorf("process clients survive SIGKILL of the harness: %v", left)
+	}
+}

@@ -1,0 +1,168 @@
+// Package procclient registers process clients (algorithms/process) with the algorithm registry
+// and their expectations with the catalogue, so the CLI, the matrix and locktest treat a manifest
+// like a built-in algorithm.
+package procclient
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/algorithms/process"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+var (
+	mu         sync.Mutex
+	registered = map[string]string{} // name → manifest path
+)
+
+// Register adds the manifest's client as an algorithm named m.Name. Registering the same manifest
+// twice is a no-op; another manifest or a built-in with the same name is an error.
+func Register(m *process.Manifest) error {
+	mu.Lock()
+	defer mu.Unlock()
+	if p, ok := registered[m.Name]; ok {
+		if p == m.Path {
+			return nil
+		}
+		return fmt.Errorf("%w %s: name %s is already used by %s", process.ErrBadManifest, m.Path, m.Name, p)
+	}
+	if _, err := algorithms.Lookup(m.Name); err == nil {
+		return fmt.Errorf("%w %s: name %s is a built-in algorithm; choose another", process.ErrBadManifest, m.Path, m.Name)
+	}
+	codes := map[string]string{}
+	for scen, e := range m.Expect {
+		if _, err := scenarios.Lookup(scen); err != nil {
+			return fmt.Errorf("%w %s: expect.%s: %w", process.ErrBadManifest, m.Path, scen, err)
+		}
+		codes[scen] = e.Code()
+	}
+	spec := m.Spec()
+	var once sync.Once
+	var reqErr error
+	summary := m.Summary
+	if summary == "" {
+		summary = "process client: " + strings.Join(m.Command, " ")
+	}
+	algorithms.Register(algorithms.Info{
+		Name: m.Name, Summary: summary, Source: m.Source, Topologies: []string{m.Topology},
+		New: func(cfg algorithms.Config) (algorithms.Locker, error) {
+			once.Do(func() { reqErr = m.CheckRequires() })
+			if reqErr != nil {
+				return nil, reqErr
+			}
+			return process.Start(spec, cfg) // the harness waits for Ready: clients start side by side
+		},
+	})
+	scenarios.SetFamily(m.Name, family(m))
+	scenarios.Expect(m.Name, codes)
+	registered[m.Name] = m.Path
+	return nil
+}
+
+func family(m *process.Manifest) string {
+	if m.Family != "" {
+		return m.Family
+	}
+	switch m.Topology {
+	case "zookeeper":
+		return "zookeeper"
+	case "redis-multi":
+		return "redlock"
+	case "etcd":
+		return "etcd"
+	}
+	return "redis"
+}
+
+// RegisterFile loads and registers the manifest at path and returns the algorithm's name.
+func RegisterFile(path string) (string, error) {
+	m, err := process.LoadManifest(path)
+	if err != nil {
+		return "", err
+	}
+	if err := Register(m); err != nil {
+		return "", err
+	}
+	return m.Name, nil
+}
+
+// RegisterDir registers every *.yaml manifest in dir (the shipped clients/); a missing dir is
+// not an error.
+func RegisterDir(dir string) error {
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	sort.Strings(paths)
+	for _, p := range paths {
+		if _, err := RegisterFile(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RegisterCommand registers a client given only by its command line (run --client-cmd), under
+// the name "client-cmd", with no expectations.
+func RegisterCommand(command, topology string) (string, error) {
+	argv := strings.Fields(command)
+	if len(argv) == 0 {
+		return "", fmt.Errorf("%w: --client-cmd is empty", process.ErrBadManifest)
+	}
+	if topology == "" {
+		return "", fmt.Errorf("%w: --client-cmd needs --topology (redis-single, redis-sentinel, redis-multi, zookeeper or etcd)", process.ErrBadManifest)
+	}
+	wd, _ := os.Getwd()
+	mu.Lock()
+	if p, ok := registered["client-cmd"]; ok && p != "--client-cmd "+command {
+		// Another command given before in this process (tests): the latest one wins.
+		algorithms.Unregister("client-cmd")
+		delete(registered, "client-cmd")
+	}
+	mu.Unlock()
+	m := &process.Manifest{Name: "client-cmd", Command: argv, Topology: topology, Dir: wd,
+		Path: "--client-cmd " + command, Summary: "process client: " + command}
+	m.Supports.Valid = true
+	if err := Register(m); err != nil {
+		return "", err
+	}
+	return m.Name, nil
+}
+
+// ShippedDir finds the repository's clients/ directory: under the working directory or one of
+// its parents, or beside the executable's directory (bin/../clients). "" if none.
+func ShippedDir() string {
+	if d := os.Getenv("LOCKCHAOS_CLIENTS"); d != "" {
+		return d
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for d := wd; ; d = filepath.Dir(d) {
+			if isShipped(filepath.Join(d, "clients")) {
+				return filepath.Join(d, "clients")
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	if exe, err := os.Executable(); err == nil {
+		d := filepath.Join(filepath.Dir(filepath.Dir(exe)), "clients")
+		if isShipped(d) {
+			return d
+		}
+	}
+	return ""
+}
+
+// isShipped is true for a clients/ directory beside a go.mod of lockchaos.
+func isShipped(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(dir), "go.mod"))
+	if err != nil || !strings.Contains(string(b), "module github.com/lockchaos/lockchaos") {
+		return false
+	}
+	st, err := os.Stat(dir)
+	return err == nil && st.IsDir()
+}
