@@ -117,10 +117,7 @@ func (r *run) serviceCause(a, b *history.Operation) string {
 		}
 		switch f.Name {
 		case "restart", "kill", "failover", "clock-jump", "pause-server":
-			// A fault's start line is written once its injection returned (a restart: once the
-			// server is back), so the grant it allowed can precede the line by the injection's
-			// length: a lease's worth of slack.
-			if f.Start >= a.Sent && f.Start <= b.Return+r.meta.TTLNs {
+			if f.Start >= a.Sent && f.Start <= b.Return {
 				return fmt.Sprintf("%s of %s at %s", f.Name, f.Target, fmtMs(f.Start))
 			}
 		case "clock-skew":

@@ -201,11 +201,14 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 		detail = d.Describe(t)
 	}
 	var heal Heal
+	// The start line carries the moment injection began: a restart or a failover takes a while,
+	// and what the clients did meanwhile happened under the fault.
+	began := n.now()
 	if err == nil {
 		heal, err = r.kind.Inject(ctx, n.env, t)
 	}
 	n.record(history.Event{Phase: history.PhaseStart, Fault: id, Rule: r.index, Name: r.spec.Kind,
-		Target: describeTarget(t), Point: r.spec.Point, Detail: detail, Error: errString(err)})
+		Target: describeTarget(t), Point: r.spec.Point, Detail: detail, Error: errString(err), AtNs: began})
 	r.mu.Lock()
 	if err != nil {
 		r.lastErr = err.Error()
@@ -323,14 +326,22 @@ func (n *Nemesis) HealAll() {
 	n.wg.Wait()
 }
 
+// record writes a fault line, stamped now unless e carries its own time.
 func (n *Nemesis) record(e history.Event) {
 	e.Type = history.TypeFault
-	if n.opt.Now != nil {
-		e.AtNs = n.opt.Now()
+	if e.AtNs == 0 {
+		e.AtNs = n.now()
 	}
 	if n.opt.Record != nil {
 		n.opt.Record(e)
 	}
+}
+
+func (n *Nemesis) now() int64 {
+	if n.opt.Now != nil {
+		return n.opt.Now()
+	}
+	return 0
 }
 
 func errString(err error) string {
