@@ -14,9 +14,11 @@ import (
 // CheckHistory runs every check on h and returns the result.json object with porcupine's linearization
 // info for the visualization. It never fails: what it cannot decide makes the verdict unknown.
 //
-// Verdict: unsafe if any exclusion violation, illegal grant, or proven lost update; else stuck if
-// clients waited StuckAfter with no grant after all faults healed; else unknown if a porcupine
-// check ran out of time or no acquire succeeded; else safe.
+// Verdict: unsafe if any exclusion violation, illegal grant, fence regression or proven lost
+// update; else stuck if clients waited StuckAfter with no grant after all faults healed; else
+// unknown if a porcupine check ran out of time, no acquire succeeded, or the run has no evidence
+// that it could have failed (DESIGN.md §10: a planned fault that never fired, no write, no write
+// or other client's grant in the danger window); else safe.
 //
 // (It is not called Check: Check is the result.json type of one porcupine check.)
 func CheckHistory(h *history.History, opts Options) *Outcome {
@@ -205,8 +207,8 @@ func Matches(res *Result, expected string) bool {
 }
 
 // excludedClass classifies each overlap. It is the client's fault when the old holder's late
-// access was a write after its own validity ended. Otherwise it is the service's fault when either acquisition of the
-// pair was granted illegally, or when porcupine proved an illegal grant that could not be pinned on
+// access was a write after its own validity ended. Otherwise it is the service's fault when
+// either acquisition of the pair was granted illegally, or when porcupine proved an illegal grant that could not be pinned on
 // any acquisition (unlocated); otherwise the grants were legal and the old holder used an expired
 // lease.
 func (r *run) excludedClass(overlaps []overlap, illegal map[int]bool, unlocated bool) []Class {

@@ -46,11 +46,8 @@ func decidedBy(res *Result, vs []Violation) string {
 	}
 	return fmt.Sprintf("%s, %d in the danger window, %s there; %s, evidence ok",
 		plural(res.WritesOk, "write"), res.WritesInWindow, plural(res.GrantsInWindow, "contended grant"),
-		plural(res.FaultsFiredCount(), "fault fired"))
+		plural(len(res.FaultsFired), "fault fired"))
 }
-
-// FaultsFiredCount is how many fault occurrences took effect.
-func (r *Result) FaultsFiredCount() int { return len(r.FaultsFired) }
 
 func plural(n int, what string) string {
 	if n == 1 {
