@@ -130,7 +130,7 @@ func TestMutantCaughtThroughLocktest(t *testing.T) {
 	if c.skipped != "" {
 		t.Skip(c.skipped)
 	}
-	if !c.failed || len(c.errors) != 1 || !strings.Contains(c.errors[0], "verdict unsafe (service class)") ||
+	if !c.failed || len(c.errors) != 1 || !strings.Contains(c.errors[0], "verdict unsafe (service class") ||
 		!strings.Contains(c.errors[0], "\tcause: ") {
 		t.Fatalf("token-plain-del not caught with its cause (failed %v): %q", c.failed, c.errors)
 	}
