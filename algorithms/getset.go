@@ -88,6 +88,10 @@ func (l *getsetLocker) attempt(ctx context.Context, expires string) (bool, error
 	if err := ctx.Err(); err != nil {
 		return false, err // no takeover write after the caller gave up
 	}
+	// Found expired: the race of seed 000 is between here and the GETSET (getset-race aims at it).
+	if err := l.cfg.Point(ctx, "acquire:before-getset"); err != nil {
+		return false, stopped("acquire:before-getset", err)
+	}
 	octx, cancel = l.op(ctx)
 	defer cancel()
 	// GETSET, deprecated since Redis 6.2 for SET ... GET, is the seed's own command (RedisLockUtil).
@@ -140,7 +144,7 @@ func init() {
 		Summary:    "SETNX key expiresAt; if taken and expired by the client's clock, GETSET takeover; release: GET compare then DEL.",
 		Source:     "seed 000 (基于redis实现分布式锁: RedisLockUtil, Java)",
 		Topologies: []string{topoRedisSingle, topoRedisSentinel},
-		Points:     []string{"acquire:after-setnx-fail", "acquire:after-get", "release:after-get"},
+		Points:     []string{"acquire:after-setnx-fail", "acquire:after-get", "acquire:before-getset", "release:after-get"},
 		New:        newGetSet,
 	})
 }

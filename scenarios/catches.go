@@ -1,6 +1,10 @@
 package scenarios
 
-import "github.com/lockchaos/lockchaos/faults"
+import (
+	"slices"
+
+	"github.com/lockchaos/lockchaos/faults"
+)
 
 // Teeth (DESIGN.md §11): the mutants each scenario must catch, and the variants that make it catch
 // them. A mutant is its real algorithm with one mechanism removed (algorithms.Mutants); it runs
@@ -93,6 +97,13 @@ func init() {
 	catch("client-pause", "fence-unchecked",
 		"Ul: the paused holder's stale write is accepted: lost updates > 0, where token+fence loses none")
 	catch("client-crash", "token-no-ttl", "X: the crashed holder's key never expires (seed 002 problem 1)")
+	// getset-race: the race forced at its point (DESIGN.md §10). The first two waiters that find
+	// the crashed holder's timestamp expired stop 50 ms before their GETSET, so others find it
+	// expired too and GETSET first: the real getset's compare makes every GETSET but the first
+	// a loss; the blind mutant holds after each (it missed 2 of 3 runs to chance without this).
+	race := slices.Clone(must("getset-race").Faults)
+	race = append(race, faults.Spec{Kind: "client-pause", Point: "acquire:before-getset", Times: 2, For: ms(50)})
+	vary("getset-race", "getset", Variant{Faults: race})
 	catch("getset-race", "getset-blind-takeover", "Us: several waiters GETSET the expired value and all hold")
 	catch("zk-leader-kill", "zookeeper-watch-lowest", "Us: caught without the fault, as in baseline")
 	// Scenarios where every real algorithm of the mutants' families is itself unsafe can only catch
