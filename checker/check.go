@@ -183,10 +183,7 @@ func CheckHistory(h *history.History, opts Options) *Outcome {
 		res.Matches = &m
 	}
 	res.DecidedBy = decidedBy(res, vs)
-	out.Analysis = Analysis{Holds: r.holds(ws), Leases: r.leases(), Violations: vs}
-	for _, d := range res.DangerWindows {
-		out.Analysis.Danger = append(out.Analysis.Danger, [2]int64{int64(d.StartMs * 1e6), int64(d.EndMs * 1e6)})
-	}
+	out.Analysis = Analysis{Holds: r.holds(ws), Leases: r.leases(), Violations: vs, Danger: r.danger}
 	res.CheckerMs = ms(int64(time.Since(began)))
 	return out
 }

@@ -112,8 +112,10 @@ func (r *run) evidence(res *Result, unfired []history.UnfiredFault) string {
 	}
 	attacks := slices.DeleteFunc(slices.Clone(occ), func(o occurrence) bool { return o.setup })
 	res.DangerWindows = []Span{}
+	r.danger = r.danger[:0]
 	for _, o := range attacks {
 		res.DangerWindows = append(res.DangerWindows, Span{StartMs: ms(o.start), EndMs: ms(o.danger)})
+		r.danger = append(r.danger, [2]int64{o.start, o.danger})
 	}
 	inWindow := func(t int64, client int) bool {
 		for _, o := range attacks {

@@ -22,6 +22,7 @@ type run struct {
 	lockParts int // porcupine partitions of lockOps
 	warnings  []string
 	unfired   []history.UnfiredFault
+	danger    [][2]int64 // the danger windows in ns, set by evidence
 }
 
 func newRun(h *history.History, opts Options) *run {

@@ -13,7 +13,7 @@ import (
 )
 
 // TestDockerMatchesLocal runs cells on the docker backend (images built offline by make images)
-// and checks they give the verdicts the catalogue expects, which TestCatalogue shows on the local
+// and checks they give the verdicts the catalogue expects, which the selftest shows on the local
 // backend: the same lock, the same faults, the same verdict, whether the servers are processes or
 // containers. Without Docker it skips, unless LOCKCHAOS_REQUIRE_DOCKER=1 (CI) makes it fail.
 func TestDockerMatchesLocal(t *testing.T) {

@@ -23,7 +23,7 @@ import (
 // else's cluster would: the servers and the toxiproxy-server are started outside lockchaos and
 // only named in a cluster file (restart through the file's restart command; clock-jump over a
 // client connection, on the run's keys only). Each cell must give
-// the verdict the catalogue expects (what TestCatalogue shows on the local backend), every key
+// the verdict the catalogue expects (what the selftest shows on the local backend), every key
 // the run wrote must carry the run's prefix, and no proxy may be left on the toxiproxy-server.
 func TestExternalMatchesLocal(t *testing.T) {
 	if testing.Short() {
