@@ -81,6 +81,14 @@ func replicaInSync(ctx context.Context, addr string) error {
 }
 
 // sentinelConfig is the config every sentinel of a run starts from (local and docker backends).
+//
+// Tuned for detection speed (the failover cells' time to detection): a quorum of 1 makes a
+// sentinel's own SDOWN an ODOWN at once, without waiting for the others' answers (asked once a
+// second), and the master is SDOWN after 500 ms without a reply. The leader election still needs
+// a majority of the three sentinels. Measured on the local backend, kill to the first grant by
+// the promoted replica: ≈3.1 s with quorum 2 and 1000 ms, ≈2.1 s so (5 of 5 runs). The
+// sentinels reach the master directly, not through a proxy, so no fault but a failover's kill
+// can make it look down.
 func sentinelConfig(port int, dir, masterHost, masterPort string) []string {
 	return []string{
 		"bind 127.0.0.1",
@@ -90,8 +98,8 @@ func sentinelConfig(port int, dir, masterHost, masterPort string) []string {
 		`logfile ""`,
 		"daemonize no",
 		"set-proc-title no",
-		fmt.Sprintf("sentinel monitor %s %s %s 2", sentinelMasterName, masterHost, masterPort),
-		fmt.Sprintf("sentinel down-after-milliseconds %s 1000", sentinelMasterName),
+		fmt.Sprintf("sentinel monitor %s %s %s 1", sentinelMasterName, masterHost, masterPort),
+		fmt.Sprintf("sentinel down-after-milliseconds %s 500", sentinelMasterName),
 		fmt.Sprintf("sentinel failover-timeout %s 3000", sentinelMasterName),
 		fmt.Sprintf("sentinel parallel-syncs %s 1", sentinelMasterName),
 	}

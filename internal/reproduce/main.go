@@ -18,6 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/internal/benchmd"
 	"github.com/lockchaos/lockchaos/internal/runner"
 	"github.com/lockchaos/lockchaos/reports"
@@ -114,11 +115,81 @@ func main() {
 		fmt.Fprintf(&b, "| %s × %s | %s | %d/%d | %d/%d | %s | %s | %s |\n", r.cell.Algorithm, r.cell.Scenario,
 			r.cell.Expected, r.matched, r.runs, r.evidenceOK, r.runs, med, mx, miss)
 	}
+	writeTargets(&b, rows, *runs)
 	fmt.Print(b.String())
 	if err := benchmd.Update(*bench, "Detection speed", b.String()); err != nil {
 		fmt.Fprintln(os.Stderr, "reproduce:", err)
 		os.Exit(1)
 	}
+}
+
+// writeTargets sums the table up against the targets of DESIGN.md §10–11: every mutant caught in
+// ≥ 95% of its runs in each scenario that must catch it, with a median TTD ≤ 3 s in each; every
+// real cell with evidence ok in ≥ 95% of its runs.
+func writeTargets(b *strings.Builder, rows []*row, runs int) {
+	need := (runs*19 + 19) / 20 // 19/20, rounded up
+	type mutant struct {
+		cells        []string
+		caught, runs int // of its worst cell
+		worstTTD     float64
+		ok           bool
+	}
+	mutants := map[string]*mutant{}
+	var names []string
+	realCells, realOK := 0, 0
+	var realMisses []string
+	for _, r := range rows {
+		info, err := algorithms.Lookup(r.cell.Algorithm)
+		if err != nil || info.Mutant == "" {
+			realCells++
+			if r.evidenceOK >= need && r.matched >= need {
+				realOK++
+			} else {
+				realMisses = append(realMisses, fmt.Sprintf("%s × %s (%d/%d, evidence %d/%d)",
+					r.cell.Algorithm, r.cell.Scenario, r.matched, r.runs, r.evidenceOK, r.runs))
+			}
+			continue
+		}
+		m := mutants[r.cell.Algorithm]
+		if m == nil {
+			m = &mutant{caught: r.matched, runs: r.runs, ok: true}
+			mutants[r.cell.Algorithm] = m
+			names = append(names, r.cell.Algorithm)
+		}
+		med := -1.0
+		if len(r.ttds) > 0 {
+			med = r.ttds[len(r.ttds)/2] // sorted by the table above
+		}
+		m.cells = append(m.cells, fmt.Sprintf("%s %d/%d, %s", r.cell.Scenario, r.matched, r.runs, fmtMs(med)))
+		if r.matched < m.caught {
+			m.caught, m.runs = r.matched, r.runs
+		}
+		m.worstTTD = max(m.worstTTD, med)
+		if r.matched < need || med < 0 || med > 3000 {
+			m.ok = false
+		}
+	}
+	slices.Sort(names)
+	fmt.Fprintf(b, "\n**Targets** (DESIGN.md §10–11, ≥ %d/%d runs): real cells reproduced with evidence ok: %d of %d", need, runs, realOK, realCells)
+	if len(realMisses) > 0 {
+		fmt.Fprintf(b, " (not: %s)", strings.Join(realMisses, "; "))
+	}
+	b.WriteString(".\n\n| mutant | caught (worst cell) | median TTD (slowest cell) | each cell: caught, median TTD | target |\n|---|---|---|---|---|\n")
+	for _, n := range names {
+		m := mutants[n]
+		target := "met"
+		if !m.ok {
+			target = "**not met**"
+		}
+		fmt.Fprintf(b, "| %s | %d/%d | %s | %s | %s |\n", n, m.caught, m.runs, fmtMs(m.worstTTD), strings.Join(m.cells, "; "), target)
+	}
+}
+
+func fmtMs(v float64) string {
+	if v < 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f ms", v)
 }
 
 func verdictOf(rc reports.Cell) string {
