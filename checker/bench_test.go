@@ -32,7 +32,7 @@ func BenchmarkChecker(b *testing.B) {
 	for _, n := range []int{10_000, 100_000, 1_000_000} {
 		for _, c := range []int{5, 50} {
 			h := generate(genConfig{clients: c, ops: n, ttl: time.Second, seed: 1, noise: true})
-			r := newRun(h, Options{SkipVisualization: true, Timeout: benchTimeout})
+			r := newRun(h.Run(), Options{SkipVisualization: true, Timeout: benchTimeout})
 			res := r.resourceOps()
 			type job struct {
 				name string

@@ -21,7 +21,11 @@ import (
 // or other client's grant in the danger window); else safe.
 //
 // (It is not called Check: Check is the result.json type of one porcupine check.)
-func CheckHistory(h *history.History, opts Options) *Outcome {
+func CheckHistory(h *history.History, opts Options) *Outcome { return CheckRun(h.Run(), opts) }
+
+// CheckRun is CheckHistory on a history already paired (history.ReadRunFile reads one without
+// keeping its lines). It may clamp h's operations that complete before their invocation.
+func CheckRun(h *history.Run, opts Options) *Outcome {
 	began := time.Now()
 	r := newRun(h, opts)
 	out := &Outcome{}
@@ -188,6 +192,14 @@ func CheckHistory(h *history.History, opts Options) *Outcome {
 		res.Matches = &m
 	}
 	res.DecidedBy = decidedBy(res, vs)
+	if !r.opts.SkipVisualization {
+		var at int64
+		if res.FirstViolation != nil {
+			at = int64(res.FirstViolation.AtMs * float64(time.Millisecond))
+		}
+		r.visualize(out.Lock, &res.LockCheck, at)
+		r.visualize(out.Resource, &res.ResourceCheck, at)
+	}
 	out.Analysis = Analysis{Holds: r.holds(ws), Leases: r.leases(), Violations: vs, Danger: r.danger}
 	res.CheckerMs = ms(int64(time.Since(began)))
 	return out

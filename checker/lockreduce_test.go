@@ -149,7 +149,7 @@ func TestLockReductionsKeepAnswer(t *testing.T) {
 	reduced, chunked, waiters, located := 0, 0, 0, 0
 	for i := range 2500 {
 		h := randomLockHistory(rng, 4+rng.IntN(7+i%2*6))
-		r := newRun(h, Options{})
+		r := newRun(h.Run(), Options{})
 		raw, parts := r.lockHistoryOf(false, 0)
 		want := porcupine.CheckOperationsTimeout(lockModel(parts), raw, 10*time.Second)
 		if want == porcupine.Unknown {
@@ -207,7 +207,7 @@ func TestLockChunksKeepAnswerContended(t *testing.T) {
 		cfg := genConfig{clients: 2 + rng.IntN(8), ops: 40 + rng.IntN(300), ttl: time.Duration(1+rng.IntN(5)) * time.Millisecond,
 			seed: rng.Uint64(), inject: inject(rng.IntN(3)), noise: rng.IntN(2) == 0}
 		cfg.injectAt = rng.IntN(cfg.ops / 4)
-		r := newRun(generate(cfg), Options{})
+		r := newRun(generate(cfg).Run(), Options{})
 		whole, parts := r.lockHistoryOf(true, 0)
 		want := porcupine.CheckOperationsTimeout(lockModel(parts), whole, 10*time.Second)
 		if want == porcupine.Unknown {

@@ -14,5 +14,11 @@ type Outcome struct {
 // Linearization is what porcupine.Visualize needs for one check.
 type Linearization struct {
 	Model porcupine.Model
-	Info  porcupine.LinearizationInfo
+	// Info covers the whole check, or on a long history the part Check.Visualized names (zero
+	// when visualization was skipped).
+	Info porcupine.LinearizationInfo
+
+	ops    []porcupine.Operation // what was checked, for visualize
+	partOf func(any) int
+	window [2]int // ops[window[0]:window[1]] are in Info, when visualize made it
 }

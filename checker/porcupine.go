@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"time"
 
@@ -11,30 +12,111 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 )
 
-// linearize runs one porcupine check with the configured timeout.
-func (r *run) linearize(m porcupine.Model, h []porcupine.Operation, verbose bool) (Check, *Linearization) {
+// visualizeMax is the most operations porcupine's visualization of one check covers. A longer
+// history is checked in batches without it, and visualized around its first violation (or from
+// its start) afterwards, by visualize: the verbose check keeps every partial linearization and
+// its page would be too large to open.
+const visualizeMax = 20_000
+
+// batchOps is about how many operations one porcupine call checks on a long history: porcupine
+// runs every partition it is given at once, so handing it all of a long history holds all of
+// their search state together (1 GB for a million operations); batches bound that, and each
+// batch's partitions still run in parallel.
+const batchOps = 50_000
+
+// linearize runs one porcupine check of h (its partitions contiguous, numbered by partOf) with
+// the configured timeout. The info for the visualization comes with it when asked for and h is
+// short; a long h is checked in batches and gets its info from visualize.
+func (r *run) linearize(m porcupine.Model, h []porcupine.Operation, partOf func(any) int, verbose bool) (Check, *Linearization) {
 	began := time.Now()
+	lin := &Linearization{Model: m, ops: h, partOf: partOf}
 	var res porcupine.CheckResult
-	lin := &Linearization{Model: m}
-	if verbose {
+	switch {
+	case verbose && len(h) <= visualizeMax:
 		res, lin.Info = porcupine.CheckOperationsVerbose(m, h, r.opts.Timeout)
-	} else {
-		res = porcupine.CheckOperationsTimeout(m, h, r.opts.Timeout)
+	default:
+		res = porcupine.Ok
+		deadline := began.Add(r.opts.Timeout)
+		for lo := 0; lo < len(h) && res == porcupine.Ok; {
+			hi := min(lo+batchOps, len(h))
+			for hi < len(h) && partOf(h[hi].Input) == partOf(h[hi-1].Input) {
+				hi++ // a batch ends at a partition's end
+			}
+			left := time.Until(deadline)
+			if left <= 0 {
+				res = porcupine.Unknown
+				break
+			}
+			res = porcupine.CheckOperationsTimeout(m, h[lo:hi], left)
+			lo = hi
+		}
 	}
 	return Check{Result: string(res), Ms: ms(int64(time.Since(began)))}, lin
+}
+
+// visualize gives a long check (one linearize did not visualize) its info: porcupine's verbose
+// check of the partitions around at (ns; the first violation's time, or 0 for the start), up to
+// visualizeMax operations. Check.Visualized says which.
+func (r *run) visualize(lin *Linearization, c *Check, at int64) {
+	if lin == nil || len(lin.ops) <= visualizeMax || !reflect.ValueOf(lin.Info).IsZero() {
+		return
+	}
+	h := lin.ops
+	// The partition containing at: the last one that starts (in call order) no later than at.
+	start := 0
+	for i := range h {
+		if i > 0 && lin.partOf(h[i].Input) != lin.partOf(h[i-1].Input) {
+			if h[i].Call > at {
+				break
+			}
+			start = i
+		}
+	}
+	// Whole partitions around it: backwards to centre it, then forwards while they fit.
+	lo, hi := start, start
+	for hi < len(h) && lin.partOf(h[hi].Input) == lin.partOf(h[start].Input) {
+		hi++
+	}
+	for lo > 0 && hi-lo < visualizeMax/2 {
+		k := lo - 1
+		for k > 0 && lin.partOf(h[k-1].Input) == lin.partOf(h[lo-1].Input) {
+			k--
+		}
+		if hi-k > visualizeMax {
+			break
+		}
+		lo = k
+	}
+	for hi < len(h) {
+		k := hi + 1
+		for k < len(h) && lin.partOf(h[k].Input) == lin.partOf(h[hi].Input) {
+			k++
+		}
+		if k-lo > visualizeMax {
+			break
+		}
+		hi = k
+	}
+	_, lin.Info = porcupine.CheckOperationsVerbose(lin.Model, h[lo:hi], r.opts.Timeout)
+	lin.window = [2]int{lo, hi}
+	where := "from the start"
+	if at > 0 {
+		where = fmt.Sprintf("around %s", fmtMs(at))
+	}
+	c.Visualized = fmt.Sprintf("operations %d–%d of %d (%s to %s, %s)", lo+1, hi, len(h), fmtMs(h[lo].Call), fmtMs(h[hi-1].Call), where)
 }
 
 // checkLock runs the lease-aware lock check.
 func (r *run) checkLock() (Check, *Linearization) {
 	h, parts := r.lockHistory()
 	r.lockOps, r.lockParts = h, parts
-	return r.linearize(lockModel(parts), h, !r.opts.SkipVisualization)
+	return r.linearize(lockModel(parts), h, func(in any) int { return in.(lockInput).part }, !r.opts.SkipVisualization)
 }
 
 // checkResource runs the resource check on segments of the critical sections.
 func (r *run) checkResource(ops []porcupine.Operation) (Check, *Linearization) {
 	h, parts := segment(ops)
-	return r.linearize(resourceModel(parts), h, !r.opts.SkipVisualization)
+	return r.linearize(resourceModel(parts), h, func(in any) int { return in.(resInput).part }, !r.opts.SkipVisualization)
 }
 
 // porcupineGrantViolation locates an illegal grant porcupine proved but the direct sweep could not
@@ -48,7 +130,7 @@ func (r *run) checkResource(ops []porcupine.Operation) (Check, *Linearization) {
 func (r *run) porcupineGrantViolation(lin *Linearization) Violation {
 	v := Violation{Kind: "service", Class: ServiceClass, AtMs: ms(r.end),
 		Explanation: "porcupine found no order of the acquires and releases in which every grant was legal: the lock service granted a lock that was still validly held"}
-	if r.opts.SkipVisualization || lin == nil {
+	if r.opts.SkipVisualization || lin == nil || reflect.ValueOf(lin.Info).IsZero() || len(r.lockOps) > visualizeMax {
 		m := lockModel(r.lockParts)
 		_, info := porcupine.CheckOperationsVerbose(m, r.lockOps, r.opts.Timeout)
 		lin = &Linearization{Model: m, Info: info}

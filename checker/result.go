@@ -58,6 +58,8 @@ type Violation struct {
 type Check struct {
 	Result string  `json:"result"` // porcupine's Ok, Illegal or Unknown
 	Ms     float64 `json:"ms"`
+	// Visualized names the part of a long check its porcupine page shows ("" = all of it).
+	Visualized string `json:"visualized,omitempty"`
 }
 
 // Result is result.json (DESIGN.md §8). Field names are a contract: add, never rename.

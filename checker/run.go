@@ -25,9 +25,8 @@ type run struct {
 	danger    [][2]int64 // the danger windows in ns, set by evidence
 }
 
-func newRun(h *history.History, opts Options) *run {
-	r := &run{meta: h.Meta, opts: opts.withDefaults(h.Meta)}
-	r.ops = history.Operations(h.Events)
+func newRun(h *history.Run, opts Options) *run {
+	r := &run{meta: h.Meta, opts: opts.withDefaults(h.Meta), ops: h.Ops, faults: h.Faults, unfired: h.Unfired, end: h.End}
 	for i := range r.ops {
 		// A completion stamped before its invocation (an edited file) would break the search's
 		// ordering: clamp it to the invocation.
@@ -35,13 +34,6 @@ func newRun(h *history.History, opts Options) *run {
 		if o.Return < o.Call || o.Done < o.Call {
 			r.warnings = append(r.warnings, fmt.Sprintf("operation %d completes before its invocation; treated as completing at its invocation", o.ID))
 			o.Return, o.Done = max(o.Return, o.Call), max(o.Done, o.Call)
-		}
-	}
-	r.faults = history.Faults(h.Events)
-	r.unfired = history.Unfired(h.Events)
-	for i := range h.Events {
-		if t := h.Events[i].AtNs; t > r.end {
-			r.end = t
 		}
 	}
 	r.idx = newOpIndex(r.ops)

@@ -55,3 +55,25 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeFast: whatever line the fast path accepts, encoding/json decodes to the same event.
+func FuzzDecodeFast(f *testing.F) {
+	for _, e := range sampleEvents() {
+		f.Add(AppendJSON(nil, e)[:len(AppendJSON(nil, e))-1])
+	}
+	f.Add([]byte(`{"type":"ok","id":1,"at_ns":2,"value":null,"fence":18446744073709551615}`))
+	f.Add([]byte(`{"Type":"ok","id":01,"at_ns":-0,"value":1e3}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var fast Event
+		if !decodeFast(line, &fast) {
+			return
+		}
+		var slow Event
+		if err := strictUnmarshal(line, &slow); err != nil {
+			t.Fatalf("fast path accepted %q, encoding/json refuses it: %v", line, err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q:\nfast %+v\nslow %+v", line, fast, slow)
+		}
+	})
+}

@@ -1,9 +1,6 @@
 package history
 
-import (
-	"math"
-	"sort"
-)
+import "math"
 
 // Never is the return time of an operation that has no completion: it returns at infinity.
 const Never int64 = math.MaxInt64
@@ -49,76 +46,10 @@ type FaultSpan struct {
 
 // Operations pairs invocations with completions, in invocation order. A completion without an
 // invocation is ignored.
-func Operations(events []Event) []Operation {
-	ops := make([]Operation, 0, len(events)/2)
-	index := make(map[int64]int, len(events)/2)
-	for i := range events {
-		e := &events[i]
-		switch e.Type {
-		case TypeInvoke:
-			index[e.ID] = len(ops)
-			ops = append(ops, Operation{
-				ID: e.ID, Op: e.Op, Client: e.Client, Lock: e.Lock, Acq: e.Acq,
-				Call: e.AtNs, Sent: e.AtNs, Return: Never, Done: Never, Status: TypeInfo, Fence: e.Fence, Value: e.Value,
-			})
-		case TypeOk, TypeFail, TypeInfo:
-			j, ok := index[e.ID]
-			if !ok {
-				continue
-			}
-			delete(index, e.ID)
-			o := &ops[j]
-			o.Return, o.Done, o.Status, o.Error = e.AtNs, e.AtNs, e.Type, e.Error
-			if e.Type == TypeInfo {
-				// An unknown outcome may take effect at any time up to infinity.
-				o.Return = Never
-			}
-			if e.Fence != 0 {
-				o.Fence = e.Fence
-			}
-			if e.ValidityNs != 0 {
-				o.ValidityNs = e.ValidityNs
-			}
-			if e.TTLNs != 0 {
-				o.TTLNs = e.TTLNs
-			}
-			if e.SentNs > o.Call && e.SentNs <= e.AtNs {
-				o.Sent = e.SentNs
-			}
-			if e.Value != nil && o.Op == OpRead {
-				o.Value = e.Value
-			}
-		}
-	}
-	sort.SliceStable(ops, func(a, b int) bool { return ops[a].Call < ops[b].Call })
-	return ops
-}
+func Operations(events []Event) []Operation { return (&History{Events: events}).Run().Ops }
 
 // Faults pairs fault start and end lines, in start order.
-func Faults(events []Event) []FaultSpan {
-	var spans []FaultSpan
-	index := map[int64]int{}
-	for i := range events {
-		e := &events[i]
-		if e.Type != TypeFault {
-			continue
-		}
-		switch e.Phase {
-		case PhaseStart:
-			index[e.Fault] = len(spans)
-			spans = append(spans, FaultSpan{ID: e.Fault, Rule: e.Rule, Name: e.Name, Target: e.Target, Point: e.Point,
-				Detail: e.Detail, Start: e.AtNs, End: Never, Error: e.Error})
-		case PhaseEnd:
-			if j, ok := index[e.Fault]; ok {
-				spans[j].End = e.AtNs
-				if e.Error != "" {
-					spans[j].Error = e.Error
-				}
-			}
-		}
-	}
-	return spans
-}
+func Faults(events []Event) []FaultSpan { return (&History{Events: events}).Run().Faults }
 
 // UnfiredFault is a planned fault that never fired, with the reason the run gave.
 type UnfiredFault struct {
@@ -129,13 +60,4 @@ type UnfiredFault struct {
 }
 
 // Unfired lists the unfired lines of a history (PhaseUnfired), in file order.
-func Unfired(events []Event) []UnfiredFault {
-	var out []UnfiredFault
-	for i := range events {
-		e := &events[i]
-		if e.Type == TypeFault && e.Phase == PhaseUnfired {
-			out = append(out, UnfiredFault{Rule: e.Rule, Name: e.Name, Point: e.Point, Reason: e.Detail})
-		}
-	}
-	return out
-}
+func Unfired(events []Event) []UnfiredFault { return (&History{Events: events}).Run().Unfired }

@@ -47,61 +47,114 @@ func ReadFile(path string) (*History, error) {
 // Read decodes a history. A last line without its newline that does not decode is what a harness
 // killed mid-write leaves: it is skipped with a warning. Any other undecodable line is an error.
 func Read(r io.Reader) (*History, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
 	h := &History{}
+	err := scan(r, &h.Meta, &h.Warnings, func(e *Event) { h.Events = append(h.Events, *e) })
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// ReadRunFile reads the history at path as a Run, pairing operations as it reads: the lines are
+// never all in memory. It fails and tolerates exactly what Read does.
+func ReadRunFile(path string) (*Run, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	return ReadRun(f, size)
+}
+
+// ReadRun is ReadRunFile on a reader; size, the history's length in bytes if known (else 0),
+// sizes the operations' slice.
+func ReadRun(r io.Reader, size int64) (*Run, error) {
+	var b runBuilder
+	b.init(int(max(size/140, 1024))) // two lines of ≈70 bytes an operation
+	var meta Meta
+	var warnings []string
+	if err := scan(r, &meta, &warnings, b.add); err != nil {
+		return nil, err
+	}
+	run := b.done()
+	run.Meta, run.Warnings = meta, warnings
+	return run, nil
+}
+
+// scan decodes the meta line into meta and hands every event to fn, in file order; the event
+// is reused after fn returns.
+func scan(r io.Reader, meta *Meta, warnings *[]string, fn func(*Event)) error {
+	br := bufio.NewReaderSize(r, 1<<16)
 	seenMeta := false
+	var e Event
 	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A line longer than the buffer: gather it whole.
+			long := append([]byte(nil), line...)
+			for err == bufio.ErrBufferFull {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
 		if err != nil && err != io.EOF {
-			return nil, fmt.Errorf("history: read: %w", err)
+			return fmt.Errorf("history: read: %w", err)
 		}
 		last := err == io.EOF
 		complete := len(line) > 0 && line[len(line)-1] == '\n'
 		line = bytes.TrimSpace(line)
 		if len(line) > 0 {
-			derr := h.decodeLine(line, !seenMeta)
-			if derr != nil {
-				derr = &CorruptError{Line: n, Err: derr}
+			var derr error
+			if !seenMeta {
+				derr = decodeMeta(line, meta)
+			} else if derr = decodeEvent(line, &e); derr == nil {
+				fn(&e)
 			}
-			if derr == nil {
+			switch {
+			case derr == nil:
 				seenMeta = true
-			} else {
-				if last && !complete && seenMeta {
-					h.Warnings = append(h.Warnings, fmt.Sprintf("line %d is truncated (harness killed mid-write?); skipped", n))
-				} else {
-					return nil, derr
-				}
+			case last && !complete && seenMeta:
+				*warnings = append(*warnings, fmt.Sprintf("line %d is truncated (harness killed mid-write?); skipped", n))
+			default:
+				return &CorruptError{Line: n, Err: derr}
 			}
 		}
 		if last {
 			if !seenMeta {
-				return nil, &CorruptError{Line: n, Err: errors.New("no meta line: the file is empty")}
+				return &CorruptError{Line: n, Err: errors.New("no meta line: the file is empty")}
 			}
-			return h, nil
+			return nil
 		}
 	}
 }
 
-// decodeLine decodes one non-blank line: the meta line when first is set, else an event.
-func (h *History) decodeLine(line []byte, first bool) error {
-	if first {
-		if err := strictUnmarshal(line, &h.Meta); err != nil {
+// decodeMeta decodes the first line.
+func decodeMeta(line []byte, meta *Meta) error {
+	if err := strictUnmarshal(line, meta); err != nil {
+		return err
+	}
+	if meta.Type != TypeMeta {
+		return fmt.Errorf("first line has type %q, want %q", meta.Type, TypeMeta)
+	}
+	return nil
+}
+
+// decodeEvent decodes and validates one event line into e (overwritten whole). Lines as the
+// recorder writes them take a fast path; anything else goes through encoding/json.
+func decodeEvent(line []byte, e *Event) error {
+	*e = Event{}
+	if !decodeFast(line, e) {
+		*e = Event{}
+		if err := strictUnmarshal(line, e); err != nil {
 			return err
 		}
-		if h.Meta.Type != TypeMeta {
-			return fmt.Errorf("first line has type %q, want %q", h.Meta.Type, TypeMeta)
-		}
-		return nil
 	}
-	var e Event
-	if err := strictUnmarshal(line, &e); err != nil {
-		return err
-	}
-	if err := e.validate(); err != nil {
-		return err
-	}
-	h.Events = append(h.Events, e)
-	return nil
+	return e.validate()
 }
 
 // strictUnmarshal decodes exactly one JSON object, tolerating unknown fields (newer writers may

@@ -25,7 +25,7 @@ func BenchmarkReportLarge(b *testing.B) {
 	var elems int
 	b.Run("write", func(b *testing.B) {
 		for b.Loop() {
-			if err := WriteRun(dir, h, out); err != nil {
+			if err := WriteRun(dir, h.Run(), out); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -37,7 +37,7 @@ func BenchmarkReportLarge(b *testing.B) {
 		writeD = b.Elapsed() / time.Duration(b.N)
 		b.ReportMetric(kib, "report-KiB")
 	})
-	if err := WriteRun(dir, h, out); err != nil {
+	if err := WriteRun(dir, h.Run(), out); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("load", func(b *testing.B) {

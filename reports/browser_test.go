@@ -25,9 +25,9 @@ func TestBrowser(t *testing.T) {
 		unsafe bool
 		write  func(string) error
 	}{
-		{"client-pause/setnx-px", true, func(d string) error { return WriteRun(d, hU, oU) }},
-		{"baseline/token", false, func(d string) error { return WriteRun(d, hS, oS) }},
-		{"client-pause/token", true, func(d string) error { return WriteRun(d, hP, oP) }},
+		{"client-pause/setnx-px", true, func(d string) error { return WriteRun(d, hU.Run(), oU) }},
+		{"baseline/token", false, func(d string) error { return WriteRun(d, hS.Run(), oS) }},
+		{"client-pause/token", true, func(d string) error { return WriteRun(d, hP.Run(), oP) }},
 	}
 	for _, r := range runs {
 		if err := r.write(filepath.Join(out, r.dir)); err != nil {
@@ -77,7 +77,7 @@ func TestBrowser(t *testing.T) {
 	hC, _ := pauseRun()
 	oC := checker.CheckHistory(hC, checker.Options{})
 	cdir := filepath.Join(out, "checked")
-	if err := WriteRun(cdir, hC, oC); err != nil {
+	if err := WriteRun(cdir, hC.Run(), oC); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{LinearizabilityFile, ResourceLinearizability} {

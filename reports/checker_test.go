@@ -18,10 +18,10 @@ func TestWithCheckerUnsafe(t *testing.T) {
 		t.Fatalf("checker says %s (first violation %+v); the fixture is meant to be unsafe", out.Result.Verdict, out.Result.FirstViolation)
 	}
 	dir := t.TempDir()
-	if err := WriteRun(dir, h, out); err != nil {
+	if err := WriteRun(dir, h.Run(), out); err != nil {
 		t.Fatal(err)
 	}
-	m := buildModel(h, &out.Analysis)
+	m := buildModel(h.Run(), &out.Analysis)
 	vs := resolveViolation(m, &out.Result)
 	if vs == nil || vs.a == nil && vs.b == nil {
 		t.Errorf("the checker's first violation %+v does not resolve to windows in the history", out.Result.FirstViolation)
@@ -45,7 +45,7 @@ func TestWithCheckerSafe(t *testing.T) {
 		t.Fatalf("checker says %s for the safe fixture: %+v", out.Result.Verdict, out.Result.FirstViolation)
 	}
 	dir := t.TempDir()
-	if err := WriteRun(dir, h, out); err != nil {
+	if err := WriteRun(dir, h.Run(), out); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(readFile(t, filepath.Join(dir, ReportFile)), `id="first-violation"`) {
@@ -57,7 +57,7 @@ func TestWithCheckerSkipVisualization(t *testing.T) {
 	h, _ := pauseRun()
 	out := checker.CheckHistory(h, checker.Options{SkipVisualization: true})
 	dir := t.TempDir()
-	if err := WriteRun(dir, h, out); err != nil {
+	if err := WriteRun(dir, h.Run(), out); err != nil {
 		t.Fatal(err)
 	}
 	if p := readFile(t, filepath.Join(dir, LinearizabilityFile)); !strings.Contains(p, `id="no-linearization"`) || !strings.Contains(p, "visualization skipped") {

@@ -45,7 +45,7 @@ func hostileRun(t *testing.T) (*history.History, *checker.Outcome) {
 func TestHostileNamesAreEscaped(t *testing.T) {
 	dir := t.TempDir()
 	h, out := hostileRun(t)
-	if err := WriteRun(dir, h, out); err != nil {
+	if err := WriteRun(dir, h.Run(), out); err != nil {
 		t.Fatal(err)
 	}
 	cells := []Cell{

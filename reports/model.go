@@ -67,11 +67,12 @@ type release struct {
 
 // buildModel arranges h for drawing, with the holding windows, leases and danger windows of the
 // checker's analysis: the report draws what the checker judged, never a window of its own.
-func buildModel(h *history.History, an *checker.Analysis) *runModel {
-	ops := history.Operations(h.Events)
+func buildModel(h *history.Run, an *checker.Analysis) *runModel {
+	ops := h.Ops
 	m := &runModel{
 		meta:    h.Meta,
-		faults:  history.Faults(h.Events),
+		faults:  h.Faults,
+		end:     h.End,
 		byAcq:   make(map[int64]int),
 		byOp:    make(map[int64]*history.Operation, len(ops)),
 		ops:     ops,
@@ -88,11 +89,6 @@ func buildModel(h *history.History, an *checker.Analysis) *runModel {
 		m.byAcq[hd.Acq] = len(m.windows)
 		m.windows = append(m.windows, window{acq: hd.Acq, client: hd.Client, call: hd.Call, grant: hd.Grant,
 			end: hd.End, expiry: hd.Expiry, fence: hd.Fence})
-	}
-	for i := range h.Events {
-		if t := h.Events[i].AtNs; t > m.end {
-			m.end = t
-		}
 	}
 	seen := map[int]bool{}
 	for c := 1; c <= h.Meta.Clients; c++ {

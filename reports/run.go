@@ -28,7 +28,7 @@ const (
 // WriteRun writes result.json, report.html, linearizability.html (the lock check) and
 // resource-linearizability.html (the resource check) into dir, creating it if needed. Each file
 // is written atomically. It draws from h and out only; it never re-runs a check.
-func WriteRun(dir string, h *history.History, out *checker.Outcome) error {
+func WriteRun(dir string, h *history.Run, out *checker.Outcome) error {
 	if h == nil || out == nil {
 		return errors.New("reports: WriteRun needs a history and an outcome")
 	}
@@ -82,12 +82,12 @@ type faultRow struct {
 	Start, End, Duration               string
 }
 
-func writeReport(path string, h *history.History, m *runModel, r *checker.Result) error {
+func writeReport(path string, h *history.Run, m *runModel, r *checker.Result) error {
 	p := buildReportPage(h, m, r)
 	return writeAtomic(path, func(w io.Writer) error { return pageTemplates.ExecuteTemplate(w, "report.html", p) })
 }
 
-func buildReportPage(h *history.History, m *runModel, r *checker.Result) *reportPage {
+func buildReportPage(h *history.Run, m *runModel, r *checker.Result) *reportPage {
 	p := &reportPage{
 		CSS:       styleCSS,
 		Meta:      h.Meta,

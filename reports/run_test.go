@@ -24,7 +24,7 @@ func readFile(t *testing.T, path string) string {
 func TestWriteRunUnsafe(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "client-pause", "token")
 	h, out := pauseRun()
-	if err := WriteRun(dir, h, out); err != nil {
+	if err := WriteRun(dir, h.Run(), out); err != nil {
 		t.Fatal(err)
 	}
 	var got checker.Result
@@ -71,7 +71,7 @@ func TestWriteRunUnsafe(t *testing.T) {
 func TestWriteRunSafe(t *testing.T) {
 	dir := t.TempDir()
 	h, out := safeRun()
-	if err := WriteRun(dir, h, out); err != nil {
+	if err := WriteRun(dir, h.Run(), out); err != nil {
 		t.Fatal(err)
 	}
 	page := readFile(t, filepath.Join(dir, ReportFile))
@@ -115,7 +115,7 @@ func TestLinearizabilityPage(t *testing.T) {
 	h, out := pauseRun()
 	out.Lock = &checker.Linearization{Model: registerModel, Info: info}
 	dir := t.TempDir()
-	if err := WriteRun(dir, h, out); err != nil {
+	if err := WriteRun(dir, h.Run(), out); err != nil {
 		t.Fatal(err)
 	}
 	p := readFile(t, filepath.Join(dir, LinearizabilityFile))
@@ -144,7 +144,7 @@ func TestNoticeReasons(t *testing.T) {
 	out.Result.LockCheck = checker.Check{Result: "Unknown", Ms: 10000}
 	out.Result.ResourceCheck = checker.Check{}
 	dir := t.TempDir()
-	if err := WriteRun(dir, h, out); err != nil {
+	if err := WriteRun(dir, h.Run(), out); err != nil {
 		t.Fatal(err)
 	}
 	if p := readFile(t, filepath.Join(dir, LinearizabilityFile)); !strings.Contains(p, "timed out after 10.0 s") {

@@ -8,7 +8,7 @@ import (
 
 func TestTimelineSmallUnsafe(t *testing.T) {
 	h, out := pauseRun()
-	m := buildModel(h, &out.Analysis)
+	m := buildModel(h.Run(), &out.Analysis)
 	if got := m.clients; len(got) != 3 || got[0] != 1 || got[2] != 3 {
 		t.Fatalf("clients = %v, want [1 2 3]", got)
 	}
@@ -77,7 +77,7 @@ func TestTimelineSmallUnsafe(t *testing.T) {
 
 func TestTimelineSafeHasNoMarker(t *testing.T) {
 	h, out := safeRun()
-	m := buildModel(h, &out.Analysis)
+	m := buildModel(h.Run(), &out.Analysis)
 	tls := buildTimelines(m, resolveViolation(m, &out.Result))
 	if len(tls) != 1 {
 		t.Fatalf("a small safe run without faults needs only the overview, got %d views", len(tls))
@@ -89,7 +89,7 @@ func TestTimelineSafeHasNoMarker(t *testing.T) {
 
 func TestTimelineLargeStaysWithinBudget(t *testing.T) {
 	h, out := bigRun(1, 5, 10*time.Minute, 100_000)
-	m := buildModel(h, &out.Analysis)
+	m := buildModel(h.Run(), &out.Analysis)
 	vs := resolveViolation(m, &out.Result)
 	if vs == nil || vs.a == nil || vs.b == nil {
 		t.Fatalf("violation not resolved in the big run")
@@ -157,7 +157,7 @@ func TestFmtDur(t *testing.T) {
 
 func TestDensityBounded(t *testing.T) {
 	h, out := bigRun(2, 20, time.Minute, 40_000)
-	m := buildModel(h, &out.Analysis)
+	m := buildModel(h.Run(), &out.Analysis)
 	sc := scale{from: 0, to: m.end, x0: tlLeft, w: tlWidth - tlLeft - tlRight}
 	rects := density(m, sc, func(int) float64 { return 0 })
 	if max := 20 * int((tlWidth-tlLeft-tlRight)/densityColW+1); len(rects) > max {
@@ -172,7 +172,7 @@ func TestDensityBounded(t *testing.T) {
 
 func TestHistogram(t *testing.T) {
 	h, out := pauseRun()
-	hv := buildHistogram(buildModel(h, &out.Analysis), out.Result.AcquireLatencyMs.P50, out.Result.AcquireLatencyMs.P99)
+	hv := buildHistogram(buildModel(h.Run(), &out.Analysis), out.Result.AcquireLatencyMs.P50, out.Result.AcquireLatencyMs.P99)
 	if hv.Empty || hv.Count != 12 || len(hv.Bars) == 0 || len(hv.Bars) > histBins {
 		t.Fatalf("histogram: empty %v, count %d, %d bars", hv.Empty, hv.Count, len(hv.Bars))
 	}

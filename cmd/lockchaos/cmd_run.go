@@ -7,6 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/harness"
@@ -145,11 +148,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if _, err := os.Stat(filepath.Join(dir, harness.HistoryFile)); err != nil {
 		return 0, usagef("no %s in %s: give the directory of a run", harness.HistoryFile, dir)
 	}
-	check := runner.CheckHistory
-	if write {
-		check = runner.Check
-	}
-	out, err := check(dir, 0)
+	out, err := runner.CheckDir(dir, runner.CheckOptions{Write: write, Progress: checkProgress(stderr)})
 	if err != nil {
 		return 0, err
 	}
@@ -175,6 +174,34 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	fmt.Fprintf(stderr, "lockchaos: exit %d %s\n", code, how)
 	return code, nil
+}
+
+// checkProgress shows a long check's progress on a terminal (nothing otherwise, and nothing for a
+// history read in under a second).
+func checkProgress(stderr io.Writer) func(stage string, done, total int64) {
+	var bar *progressbar.ProgressBar
+	began := time.Now()
+	return func(stage string, done, total int64) {
+		if bar == nil {
+			if stage != "read" || time.Since(began) < time.Second || total <= 0 {
+				return
+			}
+			b, visible := newBar(int(total), false, stderr)
+			if !visible {
+				return
+			}
+			bar = b
+			bar.Describe("reading history")
+		}
+		switch stage {
+		case "read":
+			_ = bar.Set64(done)
+		case "check":
+			bar.Describe("checking (porcupine, exclusion, evidence)")
+		case "report":
+			bar.Describe("writing the reports")
+		}
+	}
 }
 
 func lookupScenario(name, file string) (scenarios.Scenario, error) {

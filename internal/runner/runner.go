@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -152,13 +153,47 @@ func RunCell(ctx context.Context, c scenarios.Cell, o Options, run int) (reports
 
 // Check re-checks the history in dir and rewrites its result.json and reports.
 func Check(dir string, timeout time.Duration) (*checker.Outcome, error) {
-	return checkEnded(dir, timeout, "")
+	return CheckDir(dir, CheckOptions{Timeout: timeout, Write: true})
+}
+
+// CheckHistory re-checks the history in dir and writes nothing.
+func CheckHistory(dir string, timeout time.Duration) (*checker.Outcome, error) {
+	return CheckDir(dir, CheckOptions{Timeout: timeout})
+}
+
+// CheckOptions says how CheckDir re-checks a run.
+type CheckOptions struct {
+	Timeout time.Duration // each porcupine check's; 0 = the checker's default
+	Write   bool          // rewrite result.json and the reports
+	// Progress, if set, hears how far the check is: stage "read" with the bytes of the history
+	// read so far and its size (every few MB), then "check", then "report" when Write is set.
+	Progress func(stage string, done, total int64)
+}
+
+// CheckDir re-checks the history in dir.
+func CheckDir(dir string, o CheckOptions) (*checker.Outcome, error) {
+	progress := o.Progress
+	if progress == nil {
+		progress = func(string, int64, int64) {}
+	}
+	h, out, err := check(dir, o.Timeout, progress)
+	if err != nil {
+		return nil, err
+	}
+	if !o.Write {
+		return out, nil
+	}
+	progress("report", 0, 0)
+	if err := reports.WriteRun(dir, h, out); err != nil {
+		return out, fmt.Errorf("write report: %w", err)
+	}
+	return out, nil
 }
 
 // checkEnded is Check for a run that a broken client ended early (ended says how): what it
 // recorded is judged, but a run cut short proves no safety, so safe and stuck become unknown.
 func checkEnded(dir string, timeout time.Duration, ended string) (*checker.Outcome, error) {
-	h, out, err := check(dir, timeout)
+	h, out, err := check(dir, timeout, func(string, int64, int64) {})
 	if err != nil {
 		return nil, err
 	}
@@ -178,16 +213,39 @@ func checkEnded(dir string, timeout time.Duration, ended string) (*checker.Outco
 	return out, nil
 }
 
-// CheckHistory re-checks the history in dir and writes nothing.
-func CheckHistory(dir string, timeout time.Duration) (*checker.Outcome, error) {
-	_, out, err := check(dir, timeout)
-	return out, err
-}
-
-func check(dir string, timeout time.Duration) (*history.History, *checker.Outcome, error) {
-	h, err := history.ReadFile(filepath.Join(dir, harness.HistoryFile))
+func check(dir string, timeout time.Duration, progress func(string, int64, int64)) (*history.Run, *checker.Outcome, error) {
+	f, err := os.Open(filepath.Join(dir, harness.HistoryFile))
+	if err != nil {
+		return nil, nil, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	h, err := history.ReadRun(&progressReader{r: f, size: size, report: progress}, size)
 	if err != nil {
 		return nil, nil, err
 	}
-	return h, checker.CheckHistory(h, checker.Options{Timeout: timeout}), nil
+	progress("read", size, size)
+	progress("check", 0, 0)
+	return h, checker.CheckRun(h, checker.Options{Timeout: timeout}), nil
+}
+
+// progressReader reports the bytes read every few MB.
+type progressReader struct {
+	r          io.Reader
+	read, next int64
+	size       int64
+	report     func(string, int64, int64)
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.read += int64(n)
+	if p.read >= p.next {
+		p.report("read", p.read, p.size)
+		p.next = p.read + 4<<20
+	}
+	return n, err
 }
