@@ -200,6 +200,11 @@ func CheckRun(h *history.Run, opts Options) *Outcome {
 		r.visualize(out.Lock, &res.LockCheck, at)
 		r.visualize(out.Resource, &res.ResourceCheck, at)
 	}
+	for _, lin := range []*Linearization{out.Lock, out.Resource} {
+		if lin != nil {
+			lin.ops = nil // what was checked is not needed past visualize, and is most of a long run's memory
+		}
+	}
 	out.Analysis = Analysis{Holds: r.holds(ws), Leases: r.leases(), Violations: vs, Danger: r.danger}
 	res.CheckerMs = ms(int64(time.Since(began)))
 	return out

@@ -20,5 +20,6 @@ type Linearization struct {
 
 	ops    []porcupine.Operation // what was checked, for visualize
 	partOf func(any) int
-	window [2]int // ops[window[0]:window[1]] are in Info, when visualize made it
+	window [2]int   // ops[window[0]:window[1]] are in Info, when visualize made it
+	span   [2]int64 // their first and last calls
 }

@@ -98,7 +98,7 @@ func (r *run) visualize(lin *Linearization, c *Check, at int64) {
 		hi = k
 	}
 	_, lin.Info = porcupine.CheckOperationsVerbose(lin.Model, h[lo:hi], r.opts.Timeout)
-	lin.window = [2]int{lo, hi}
+	lin.window, lin.span = [2]int{lo, hi}, [2]int64{h[lo].Call, h[hi-1].Call}
 	where := "from the start"
 	if at > 0 {
 		where = fmt.Sprintf("around %s", fmtMs(at))
