@@ -103,7 +103,7 @@ func (r *run) visualize(lin *Linearization, c *Check, at int64) {
 	if at > 0 {
 		where = fmt.Sprintf("around %s", fmtMs(at))
 	}
-	c.Visualized = fmt.Sprintf("operations %d–%d of %d (%s to %s, %s)", lo+1, hi, len(h), fmtMs(h[lo].Call), fmtMs(h[hi-1].Call), where)
+	c.Visualized = fmt.Sprintf("the check's operations %d–%d of %d (%s to %s, %s)", lo+1, hi, len(h), fmtMs(h[lo].Call), fmtMs(h[hi-1].Call), where)
 }
 
 // checkLock runs the lease-aware lock check.
