@@ -1,6 +1,6 @@
 package history
 
-import "strconv"
+import "math"
 
 // decodeFast decodes a line in the exact form AppendJSON writes — one flat object, no spaces, keys
 // of Event, integers, null, strings without escapes or non-ASCII bytes — into e, and reports
@@ -64,15 +64,20 @@ func (d *fastDecoder) str() ([]byte, bool) {
 	return nil, false
 }
 
-// int reads an integer in JSON's form (no leading zeros, no plus sign, no fraction).
+// int reads an integer in JSON's form (no leading zeros, no plus sign, no fraction) that fits an
+// int64.
 func (d *fastDecoder) int() (int64, bool) {
-	start := d.i
-	if d.i < len(d.b) && d.b[d.i] == '-' {
+	neg := d.i < len(d.b) && d.b[d.i] == '-'
+	if neg {
 		d.i++
 	}
 	digits := d.i
-	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
-		d.i++
+	var v uint64
+	for ; d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9'; d.i++ {
+		if v > (math.MaxUint64-9)/10 {
+			return 0, false // far too long: encoding/json decides
+		}
+		v = v*10 + uint64(d.b[d.i]-'0')
 	}
 	n := d.i - digits
 	if n == 0 || (n > 1 && d.b[digits] == '0') {
@@ -81,8 +86,13 @@ func (d *fastDecoder) int() (int64, bool) {
 	if d.i < len(d.b) && (d.b[d.i] == '.' || d.b[d.i] == 'e' || d.b[d.i] == 'E') {
 		return 0, false
 	}
-	v, err := strconv.ParseInt(string(d.b[start:d.i]), 10, 64)
-	return v, err == nil
+	switch {
+	case !neg && v <= math.MaxInt64:
+		return int64(v), true
+	case neg && v <= 1<<63:
+		return -int64(v), true // -(1<<63) wraps to itself, MinInt64
+	}
+	return 0, false
 }
 
 func (d *fastDecoder) null() bool {

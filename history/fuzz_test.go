@@ -63,6 +63,8 @@ func FuzzDecodeFast(f *testing.F) {
 	}
 	f.Add([]byte(`{"type":"ok","id":1,"at_ns":2,"value":null,"fence":18446744073709551615}`))
 	f.Add([]byte(`{"Type":"ok","id":01,"at_ns":-0,"value":1e3}`))
+	f.Add([]byte(`{"type":"ok","id":9223372036854775807,"at_ns":-9223372036854775808,"value":-9223372036854775809}`))
+	f.Add([]byte(`{"type":"ok","id":1,"at_ns":99999999999999999999999}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var fast Event
 		if !decodeFast(line, &fast) {

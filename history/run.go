@@ -2,6 +2,7 @@ package history
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -32,10 +33,16 @@ func (h *History) Run() *Run {
 
 // runBuilder pairs events as they come: only the operations still open are indexed.
 type runBuilder struct {
-	run    Run
-	open   map[int64]int // operation id → index in run.Ops, until its completion
+	run Run
+	// Operation id → index in run.Ops + 1, until its completion. Recorders number operations
+	// densely from 1, so a slice indexed by id serves them; other ids go to the map.
+	dense  []int32
+	open   map[int64]int
 	faults map[int64]int // fault id → index in run.Faults
 }
+
+// maxDense bounds the ids the dense index takes (64 M operations, 256 MB of index at most).
+const maxDense = 1 << 26
 
 func (b *runBuilder) init(hint int) {
 	b.run.Ops = make([]Operation, 0, hint)
@@ -43,21 +50,45 @@ func (b *runBuilder) init(hint int) {
 	b.faults = map[int64]int{}
 }
 
+func (b *runBuilder) index(id int64, i int) {
+	if id > 0 && id < maxDense && i < math.MaxInt32 {
+		for int64(len(b.dense)) <= id {
+			b.dense = append(b.dense, make([]int32, max(len(b.dense), 1024))...)
+		}
+		b.dense[id] = int32(i + 1) // a second invocation with the same id takes its place, as in a map
+		return
+	}
+	b.open[id] = i
+}
+
+// take returns and forgets the index of open operation id.
+func (b *runBuilder) take(id int64) (int, bool) {
+	if id > 0 && id < int64(len(b.dense)) && b.dense[id] != 0 {
+		i := int(b.dense[id] - 1)
+		b.dense[id] = 0
+		return i, true
+	}
+	i, ok := b.open[id]
+	if ok {
+		delete(b.open, id)
+	}
+	return i, ok
+}
+
 func (b *runBuilder) add(e *Event) {
 	b.run.End = max(b.run.End, e.AtNs)
 	switch e.Type {
 	case TypeInvoke:
-		b.open[e.ID] = len(b.run.Ops)
+		b.index(e.ID, len(b.run.Ops))
 		b.run.Ops = append(b.run.Ops, Operation{
 			ID: e.ID, Op: e.Op, Client: e.Client, Lock: e.Lock, Acq: e.Acq,
 			Call: e.AtNs, Sent: e.AtNs, Return: Never, Done: Never, Status: TypeInfo, Fence: e.Fence, Value: e.Value,
 		})
 	case TypeOk, TypeFail, TypeInfo:
-		j, ok := b.open[e.ID]
+		j, ok := b.take(e.ID)
 		if !ok {
 			return // a completion without an invocation is ignored
 		}
-		delete(b.open, e.ID)
 		complete(&b.run.Ops[j], e)
 	case TypeFault:
 		switch e.Phase {
@@ -110,6 +141,6 @@ func (b *runBuilder) done() *Run {
 		slices.SortStableFunc(b.run.Ops, byCall)
 	}
 	r := b.run
-	b.run, b.open, b.faults = Run{}, nil, nil
+	b.run, b.dense, b.open, b.faults = Run{}, nil, nil, nil
 	return &r
 }
