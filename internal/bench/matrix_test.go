@@ -1,0 +1,145 @@
+package bench_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/internal/bench"
+)
+
+// BenchmarkMatrixParallel runs the default matrix (`lockchaos matrix`, local backend) at each
+// --parallel level of BENCH_MATRIX_PARALLEL (default 2,4,8), BENCH_MATRIX_REPEATS times each
+// (default 5), and writes "Matrix parallelism": wall time, and in how many repeats every cell
+// matched the catalogue with evidence ok. The reference is --parallel 2 (make run's default before
+// this measure), in the same run. A level is kept only when all its repeats are clean.
+func BenchmarkMatrixParallel(b *testing.B) {
+	levels := []int{2, 4, 8}
+	if s := os.Getenv("BENCH_MATRIX_PARALLEL"); s != "" {
+		levels = nil
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				b.Fatalf("BENCH_MATRIX_PARALLEL=%q: want a comma-separated list of levels", s)
+			}
+			levels = append(levels, n)
+		}
+	}
+	reps := bench.Repeats(5)
+	if s := os.Getenv("BENCH_MATRIX_REPEATS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			b.Fatalf("BENCH_MATRIX_REPEATS=%q: want a positive count", s)
+		}
+		reps = n
+	}
+	path, err := bench.File()
+	if err != nil {
+		b.Fatal(err)
+	}
+	bin := filepath.Join(b.TempDir(), "lockchaos")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/lockchaos")
+	build.Dir = filepath.Dir(path)
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build lockchaos: %v\n%s", err, out)
+	}
+	load := bench.LoadAvg()
+	type level struct {
+		p      int
+		walls  []time.Duration
+		clean  int
+		issues []string
+	}
+	var rows []level
+	// Repeats interleave the levels, so a slow spell of the machine does not fall on one level.
+	for _, p := range levels {
+		rows = append(rows, level{p: p})
+	}
+	for rep := range reps {
+		for i := range rows {
+			l := &rows[i]
+			out := filepath.Join(b.TempDir(), fmt.Sprintf("p%d-r%d", l.p, rep))
+			cmd := exec.Command(bin, "matrix", "--parallel", strconv.Itoa(l.p), "--out", out, "--quiet")
+			t0 := time.Now()
+			o, err := cmd.CombinedOutput()
+			l.walls = append(l.walls, time.Since(t0))
+			var ee *exec.ExitError
+			if err != nil && !errors.As(err, &ee) {
+				b.Fatalf("matrix: %v", err)
+			}
+			issues := matrixIssues(filepath.Join(out, "results.json"), o)
+			if len(issues) == 0 {
+				l.clean++
+			}
+			for _, is := range issues {
+				l.issues = append(l.issues, fmt.Sprintf("repeat %d: %s", rep+1, is))
+			}
+			b.Logf("--parallel %d repeat %d: %v, %d issues", l.p, rep+1, l.walls[len(l.walls)-1].Round(time.Second), len(issues))
+			_ = os.RemoveAll(out)
+		}
+	}
+	var s strings.Builder
+	fmt.Fprintf(&s, "`go test -run '^$' -bench BenchmarkMatrixParallel -benchtime 1x -timeout 90m ./internal/bench/` — "+
+		"`lockchaos matrix --parallel P --quiet` over the default catalogue, local backend, %d repeats of each level (interleaved). "+
+		"Clean = every cell's verdict matched the catalogue and every evidence was ok. Reference: --parallel %d in the same run. Load average before: %s, after: %s.\n\n",
+		reps, levels[0], load, bench.LoadAvg())
+	s.WriteString("| --parallel | wall (median) | min | max | speed-up | clean repeats | what was not |\n|---:|---:|---:|---:|---:|---|---|\n")
+	ref := bench.MedianDuration(rows[0].walls)
+	best := 0
+	for _, l := range rows {
+		med := bench.MedianDuration(l.walls)
+		issues := "—"
+		if len(l.issues) > 0 {
+			issues = oneLine(strings.Join(l.issues, "; "))
+		}
+		fmt.Fprintf(&s, "| %d | %v | %v | %v | %.2f× | %d/%d | %s |\n", l.p, med.Round(time.Second),
+			slices.Min(l.walls).Round(time.Second), slices.Max(l.walls).Round(time.Second), float64(ref)/float64(med), l.clean, reps, issues)
+		if l.clean == reps {
+			best = max(best, l.p)
+		}
+	}
+	if best > 0 {
+		fmt.Fprintf(&s, "\nHighest level clean in every repeat: **--parallel %d**.\n", best)
+	} else {
+		s.WriteString("\nNo level was clean in every repeat.\n")
+	}
+	update(b, "Matrix parallelism", s.String())
+}
+
+// matrixIssues lists the cells of a matrix's results.json that did not match the catalogue or
+// whose evidence was not ok (n/a cells have neither).
+func matrixIssues(path string, output []byte) []string {
+	var doc struct {
+		Results []struct {
+			Scenario, Algorithm, Verdict, Expected, Error string
+			Matches                                       *bool `json:"matches_expectation"`
+			Result                                        *struct {
+				Evidence string `json:"evidence"`
+			} `json:"result"`
+		} `json:"results"`
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(raw, &doc) != nil {
+		return []string{"no results.json: " + oneLine(lastLine(output))}
+	}
+	var out []string
+	for _, r := range doc.Results {
+		switch {
+		case r.Error != "":
+			out = append(out, fmt.Sprintf("%s × %s: error %s", r.Algorithm, r.Scenario, oneLine(r.Error)))
+		case r.Matches != nil && !*r.Matches:
+			out = append(out, fmt.Sprintf("%s × %s: %s, expected %s", r.Algorithm, r.Scenario, r.Verdict, r.Expected))
+		case r.Result != nil && r.Result.Evidence != "ok":
+			out = append(out, fmt.Sprintf("%s × %s: evidence %s", r.Algorithm, r.Scenario, r.Result.Evidence))
+		}
+	}
+	return out
+}
