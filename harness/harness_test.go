@@ -57,8 +57,11 @@ func TestBaselineSafe(t *testing.T) {
 			if r.Verdict != checker.Safe {
 				t.Errorf("verdict %s, want safe (first violation %+v)", r.Verdict, r.FirstViolation)
 			}
-			if r.AcquiresOk < 200 {
-				t.Errorf("only %d acquisitions in 3s, want hundreds", r.AcquiresOk)
+			// Enough critical sections to have contended (the safe verdict needs grants to two
+			// clients at least); how many is the benchmarks' business, not a timed assertion here:
+			// under -race on a loaded 2-core runner redlock does a few hundred.
+			if r.AcquiresOk < 50 {
+				t.Errorf("only %d acquisitions in 3s, want dozens at least", r.AcquiresOk)
 			}
 			if r.ExclusionViolations != 0 || r.LostUpdates != 0 || r.ServiceViolations != 0 {
 				t.Errorf("exclusion %d, lost %d, service %d: want all 0",
