@@ -33,8 +33,16 @@ func (r *recorder) write(e history.Event) {
 		return
 	}
 	if err := r.w.Write(e); err != nil {
-		r.err.CompareAndSwap(nil, &err)
+		r.fail(err)
 	}
+}
+
+// fail keeps the first error. The copy is made here: taking &err of write's own variable moved it
+// to the heap on every event, failing or not.
+func (r *recorder) fail(err error) {
+	p := new(error)
+	*p = err
+	r.err.CompareAndSwap(nil, p)
 }
 
 // invoke records an invocation and returns its id.
@@ -55,6 +63,6 @@ func (r *recorder) complete(id int64, typ history.Type, e history.Event) {
 func (r *recorder) fault(e history.Event) {
 	r.write(e)
 	if err := r.w.Sync(); err != nil {
-		r.err.CompareAndSwap(nil, &err)
+		r.fail(err)
 	}
 }
