@@ -132,8 +132,25 @@ func (b *redisBase) token() string {
 	return randomToken(b.cfg)
 }
 
+// randomToken is "c<client>-" and 32 hex digits (fmt's "c%d-%016x%016x", without fmt: one token
+// a critical section).
 func randomToken(cfg Config) string {
-	return fmt.Sprintf("c%d-%016x%016x", cfg.Client, cfg.Rand.Uint64(), cfg.Rand.Uint64())
+	b := make([]byte, 0, 48)
+	b = append(b, 'c')
+	b = strconv.AppendInt(b, int64(cfg.Client), 10)
+	b = append(b, '-')
+	b = appendHex16(b, cfg.Rand.Uint64())
+	b = appendHex16(b, cfg.Rand.Uint64())
+	return string(b)
+}
+
+// appendHex16 appends v as 16 lower-case hex digits, zero-padded.
+func appendHex16(b []byte, v uint64) []byte {
+	const digits = "0123456789abcdef"
+	for shift := 60; shift >= 0; shift -= 4 {
+		b = append(b, digits[(v>>uint(shift))&0xf])
+	}
+	return b
 }
 
 func (b *redisBase) fixedDelay() time.Duration { return b.cfg.RetryDelay }
@@ -190,9 +207,15 @@ else
     return 0
 end`
 
+// compareAndDeleteScript sends compareAndDelete by its SHA1 (EVALSHA): the body is not sent and
+// hashed again on every release. A server that does not have it cached (a fresh start, a restart,
+// a replica just promoted) answers NOSCRIPT without running anything, and Run then sends the body
+// with EVAL: the script that runs, and when, is the same either way.
+var compareAndDeleteScript = redis.NewScript(compareAndDelete)
+
 // casDel runs compareAndDelete: deleted is false when the key held another value or none.
 func casDel(ctx context.Context, rdb *redis.Client, key, value string) (bool, error) {
-	n, err := rdb.Eval(ctx, compareAndDelete, []string{key}, value).Int64()
+	n, err := compareAndDeleteScript.Run(ctx, rdb, []string{key}, value).Int64()
 	if err != nil {
 		return false, redisWriteErr("EVAL compare-and-delete", err)
 	}

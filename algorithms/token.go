@@ -3,6 +3,7 @@ package algorithms
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // tokenLocker is seed 003's fix: SET key <random> NX PX ttl, released by the Lua
@@ -41,7 +42,10 @@ func newTokenWith(cfg Config, name string, mut tokenMutation) (Locker, error) {
 
 // Acquire retries SET NX PX with one fresh token until it sets the key.
 func (l *tokenLocker) Acquire(ctx context.Context) (Lease, error) {
-	start := l.cfg.Clock.Now()
+	var start time.Time // only the token-no-validity mutant counts from it
+	if l.mut.validityFromReply {
+		start = l.cfg.Clock.Now()
+	}
 	tok := l.token()
 	err := retryAcquire(ctx, "token", l.fixedDelay, func() (bool, error) {
 		octx, cancel := l.op(ctx)
