@@ -78,10 +78,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Clients queue their events and a flusher writes them in batches: the recorder stays off
-	// the lock's critical path. A SIGKILL of the harness loses at most the last historyFlush of
-	// events (their operations then read as unfinished: unknown outcomes, never false verdicts);
-	// fault boundaries are written and synced at once.
+	// Clients queue their events and a flusher encodes and writes them in batches: the recorder
+	// stays off the lock's critical path. A SIGKILL of the harness loses the events of the last
+	// historyFlush, 5 ms (more only while the flusher goroutine is not scheduled, as in a stall
+	// of the whole harness); their operations then read as unfinished:
+	// unknown outcomes, never false verdicts. Fault boundaries are written and synced at once.
 	w.FlushEvery(historyFlush)
 	rec := &recorder{w: w, base: time.Now()}
 	err = run(ctx, cfg, info, cl, rec, res)

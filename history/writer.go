@@ -51,6 +51,12 @@ func Create(path string, meta Meta) (*Writer, error) {
 
 // FlushEvery makes Write queue events, written in one batch every interval (and by Sync and
 // Close) by a background goroutine that Close stops. Call it once, before the first Write.
+//
+// Write then only appends the event to a queue under the writer's lock: the JSON encoding and the
+// write(2) happen on the flusher's goroutine, off the callers' path. What a SIGKILL can lose is
+// what was queued since the last batch went to write(2): one interval of events (plus the batch
+// being encoded at that moment), longer only when the flusher itself is not scheduled for a while
+// (an overloaded machine, a stop-the-world pause). Sync bounds it at the moments that matter.
 func (w *Writer) FlushEvery(interval time.Duration) {
 	w.mu.Lock()
 	w.batched = true
