@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/harness"
@@ -186,12 +187,14 @@ func checkProgress(stderr io.Writer) func(stage string, done, total int64) {
 			if stage != "read" || time.Since(began) < time.Second || total <= 0 {
 				return
 			}
-			b, visible := newBar(int(total), false, stderr)
-			if !visible {
+			f, ok := stderr.(*os.File)
+			if !ok || !term.IsTerminal(int(f.Fd())) {
 				return
 			}
-			bar = b
-			bar.Describe("reading history")
+			bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(stderr), progressbar.OptionShowBytes(true),
+				progressbar.OptionSetElapsedTime(true), progressbar.OptionSetPredictTime(true),
+				progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish(),
+				progressbar.OptionSetDescription("reading history"))
 		}
 		switch stage {
 		case "read":
