@@ -23,15 +23,20 @@ func init() {
 	// runs under load with the first release, token-plain-del 1 of 3). In the steady state a hold
 	// of 150 ms keeps the lock held ≈ 95% of the time. token's own variant gives the real token
 	// the same fault as its mutants.
+	//
+	// The DEL is delayed 2×TTL+300 ms: it lands after the gap that follows the holder's expiry,
+	// when the lock is held again. In that gap the first grant goes to a waiter that has waited
+	// since before the expiry and never uses it, and getset-no-compare's losing GETSETs leave a
+	// key nobody holds: with TTL+300 ms its late DEL landed there in 1 of 20 runs.
 	late := make([]faults.Spec, len(must("slow-release").Faults))
 	copy(late, must("slow-release").Faults)
 	for i := range late {
-		late[i].Skip = 3
+		late[i].Skip, late[i].Amount, late[i].For = 3, ms(2*ttl+300), ms(3*ttl)
 	}
 	// A request timeout above the delay keeps the releasing client waiting for its DEL's reply:
 	// with the default (125 ms) it gives up and closes the connection, and whether toxiproxy still
 	// delivers the delayed DEL then depends on a race (getset-no-compare: missed 1 of 5 so).
-	slow := Variant{Faults: late, Workload: Workload{OpTimeout: ms(2 * ttl)}}
+	slow := Variant{Faults: late, Workload: Workload{OpTimeout: ms(3 * ttl)}}
 	vary("slow-release", "token", slow)
 	vary("slow-release", "getset-no-compare", slow)
 	catch("slow-release", "token-plain-del", "Us: the late plain DEL removes the next holder's key (seed 003 table)")
