@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const section = `# Benchmarks
+
+## Detection speed
+
+_Measured 2026-11-23 on AMD EPYC, 2 CPUs, linux/amd64, go1.26.8._
+
+` + "`go run ./internal/reproduce --runs 3`" + ` (make reproduce): each cell 3 times.
+Reproduced = runs whose verdict matched.
+
+| cell | expected | reproduced | evidence ok | median TTD | max TTD | misses |
+|---|---|---|---|---|---|---|
+| setnx × baseline | safe | 3/3 | 3/3 | — | — | — |
+| getset × slow-release | unsafe-service | 2/3 | 3/3 | 962 ms | 965 ms | run 1: safe |
+| token-plain-del × slow-release | unsafe-service | 3/3 | 3/3 | 1424 ms | 1429 ms | — |
+
+**Targets** (old): whatever.
+
+## Other
+
+kept
+`
+
+// --merge keeps the rows it did not re-run, replaces the others in place, and sums up the whole.
+func TestMergeTable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	if err := os.WriteFile(path, []byte(section), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old, header, err := readTable(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(old) != 3 || old[1].matched != 2 || old[1].runs != 3 || old[1].evidenceOK != 3 || old[1].median != 962 || old[0].median != -1 {
+		t.Fatalf("parsed %+v", old)
+	}
+	if !strings.Contains(header, "each cell 3 times") || strings.Contains(header, "_Measured") || strings.Contains(header, "Targets") {
+		t.Fatalf("header %q", header)
+	}
+	fresh := []line{{algorithm: "getset", scenario: "slow-release", expected: "unsafe-service", matched: 20, runs: 20, evidenceOK: 20, median: 1900, max: 1950, misses: "—"}}
+	got := mergeLines(old, fresh)
+	if len(got) != 3 || got[1].matched != 20 || got[0].algorithm != "setnx" || got[2].algorithm != "token-plain-del" {
+		t.Fatalf("merged %+v", got)
+	}
+	var b strings.Builder
+	writeTargets(&b, got)
+	if !strings.Contains(b.String(), "real cells reproduced with evidence ok: 2 of 2") ||
+		!strings.Contains(b.String(), "| token-plain-del | 3/3 | 1424 ms |") {
+		t.Fatalf("targets:\n%s", b.String())
+	}
+}
