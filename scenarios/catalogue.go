@@ -223,10 +223,11 @@ func registerCatalogue() bool {
 		Faults:     []faults.Spec{{Kind: "client-crash", Point: "cs:acquired"}},
 		Expect: map[string]string{
 			// DESIGN.md §7 said S. With the race forced at its point (scenarios/catches.go: two
-			// waiters that found the timestamp expired stop 50 ms before their GETSET), exactly
-			// one waiter wins, as the seed says — but the losers' GETSET still overwrites the key
-			// with their own, earlier expiry, so a later waiter takes the lock over while the
-			// winner's lease runs: measured unsafe (service class) at ≈1.01 s in 6 of 6 seeds.
+			// waiters that found the timestamp expired stop before their GETSET), exactly one
+			// waiter wins, as the seed says — but a losing GETSET still overwrites the key with
+			// its own, earlier expiry, so a later waiter takes the lock over while the holder's
+			// lease runs: unsafe (service class). The stop's length decides how often that shows
+			// (see catches.go and BENCHMARKS.md "Detection speed").
 			"getset": "Us: losing GETSETs set the winner's expiry back", "setnx": na("the race is GETSET's own"), "setnx-expire": na("the race is GETSET's own"),
 			"setnx-px": na("the race is GETSET's own"), "token": na("the race is GETSET's own"),
 			"redlock": na("the race is GETSET's own"), "zookeeper": na("the race is GETSET's own"),
