@@ -265,17 +265,7 @@ func runMatrix(b *testing.B) (string, string) {
 	if os.Getenv("BENCH_MATRIX") == "0" {
 		return "not run", "BENCH_MATRIX=0"
 	}
-	path, err := bench.File()
-	if err != nil {
-		b.Fatal(err)
-	}
-	root := filepath.Dir(path)
-	bin := filepath.Join(b.TempDir(), "lockchaos")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/lockchaos")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build lockchaos: %v\n%s", err, out)
-	}
+	bin := buildCLI(b)
 	out := filepath.Join(b.TempDir(), "reports")
 	cmd := exec.Command(bin, "matrix", "--parallel", "2", "--out", out, "--quiet")
 	t0 := time.Now()

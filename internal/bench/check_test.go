@@ -24,27 +24,8 @@ import (
 // the same run, is reading the same file once (warm page cache) — the floor any check has.
 // BENCH_CHECK_OPS lists the sizes (default 1000000,2000000,10000000). It writes "Check at scale".
 func BenchmarkCheckCommand(b *testing.B) {
-	sizes := []int{1_000_000, 2_000_000, 10_000_000}
-	if s := os.Getenv("BENCH_CHECK_OPS"); s != "" {
-		sizes = nil
-		for _, f := range strings.Split(s, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n <= 0 {
-				b.Fatalf("BENCH_CHECK_OPS=%q: want a comma-separated list of operation counts", s)
-			}
-			sizes = append(sizes, n)
-		}
-	}
-	path, err := bench.File()
-	if err != nil {
-		b.Fatal(err)
-	}
-	bin := filepath.Join(b.TempDir(), "lockchaos")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/lockchaos")
-	build.Dir = filepath.Dir(path)
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build lockchaos: %v\n%s", err, out)
-	}
+	sizes := envInts(b, "BENCH_CHECK_OPS", []int{1_000_000, 2_000_000, 10_000_000})
+	bin := buildCLI(b)
 	load := bench.LoadAvg()
 	var rows []string
 	for _, n := range sizes {
@@ -107,6 +88,38 @@ func readOnce(b *testing.B, path string) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Since(t0)
+}
+
+// envInts reads a comma-separated list of positive integers from env name, else def.
+func envInts(b *testing.B, name string, def []int) []int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			b.Fatalf("%s=%q: want a comma-separated list of positive integers", name, s)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// buildCLI builds bin/lockchaos's command into the benchmark's temp dir and returns its path.
+func buildCLI(b *testing.B) string {
+	path, err := bench.File()
+	if err != nil {
+		b.Fatal(err)
+	}
+	bin := filepath.Join(b.TempDir(), "lockchaos")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/lockchaos")
+	build.Dir = filepath.Dir(path)
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build lockchaos: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // checkedResult reads what the check wrote: the verdict, the operations and report.html's size.

@@ -22,35 +22,9 @@ import (
 // matched the catalogue with evidence ok. The reference is --parallel 2 (make run's default before
 // this measure), in the same run. A level is kept only when all its repeats are clean.
 func BenchmarkMatrixParallel(b *testing.B) {
-	levels := []int{2, 4, 8}
-	if s := os.Getenv("BENCH_MATRIX_PARALLEL"); s != "" {
-		levels = nil
-		for _, f := range strings.Split(s, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n <= 0 {
-				b.Fatalf("BENCH_MATRIX_PARALLEL=%q: want a comma-separated list of levels", s)
-			}
-			levels = append(levels, n)
-		}
-	}
-	reps := bench.Repeats(5)
-	if s := os.Getenv("BENCH_MATRIX_REPEATS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 {
-			b.Fatalf("BENCH_MATRIX_REPEATS=%q: want a positive count", s)
-		}
-		reps = n
-	}
-	path, err := bench.File()
-	if err != nil {
-		b.Fatal(err)
-	}
-	bin := filepath.Join(b.TempDir(), "lockchaos")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/lockchaos")
-	build.Dir = filepath.Dir(path)
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build lockchaos: %v\n%s", err, out)
-	}
+	levels := envInts(b, "BENCH_MATRIX_PARALLEL", []int{2, 4, 8})
+	reps := envInts(b, "BENCH_MATRIX_REPEATS", []int{bench.Repeats(5)})[0]
+	bin := buildCLI(b)
 	load := bench.LoadAvg()
 	type level struct {
 		p      int

@@ -55,13 +55,7 @@ func TestSelftestFailsWithoutTheFault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Faults = nil
-	vs := make(map[string]scenarios.Variant, len(s.Variants))
-	for k, v := range s.Variants {
-		v.Faults = nil
-		vs[k] = v
-	}
-	s.Variants = vs
+	s = withoutFaults(s)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res, err := runner.Selftest(ctx, []scenarios.Scenario{s}, runner.Matrix{Parallel: 2},
@@ -100,14 +94,7 @@ func TestEveryScenarioNeedsItsFault(t *testing.T) {
 		if len(s.Faults) == 0 || s.Name == "zk-leader-kill" {
 			continue
 		}
-		s.Faults = nil
-		vs := make(map[string]scenarios.Variant, len(s.Variants))
-		for k, v := range s.Variants {
-			v.Faults = nil
-			vs[k] = v
-		}
-		s.Variants = vs
-		ss = append(ss, s)
+		ss = append(ss, withoutFaults(s))
 	}
 	byName := map[string]scenarios.Scenario{}
 	for _, s := range ss {
@@ -137,4 +124,16 @@ func TestEveryScenarioNeedsItsFault(t *testing.T) {
 		}
 	}
 	t.Logf("missed without the faults:\n%s", missed)
+}
+
+// withoutFaults returns s with no fault in it or in any of its variants.
+func withoutFaults(s scenarios.Scenario) scenarios.Scenario {
+	s.Faults = nil
+	vs := make(map[string]scenarios.Variant, len(s.Variants))
+	for k, v := range s.Variants {
+		v.Faults = nil
+		vs[k] = v
+	}
+	s.Variants = vs
+	return s
 }
