@@ -43,6 +43,7 @@ func main() {
 	out := flag.String("out", "out/reproduce", "where the runs are written")
 	bench := flag.String("bench", "BENCHMARKS.md", "markdown file to update")
 	only := flag.String("scenarios", "", "comma-separated scenarios (default: all)")
+	onlyAlgs := flag.String("algorithms", "", "comma-separated algorithms and mutants (default: all of each scenario's cells)")
 	parallel := flag.Int("parallel", 1, "cells run at once")
 	merge := flag.Bool("merge", false, "replace only the re-run cells' rows of the existing table (with --scenarios), keeping the others")
 	flag.Parse()
@@ -51,7 +52,9 @@ func main() {
 	defer stop()
 
 	m := runner.Matrix{Runs: *runs, Parallel: *parallel,
-		Keep: func(c scenarios.Cell) bool { return c.NA == "" && c.Expected != "" }}
+		Keep: func(c scenarios.Cell) bool {
+			return c.NA == "" && c.Expected != "" && (*onlyAlgs == "" || slices.Contains(strings.Split(*onlyAlgs, ","), c.Algorithm))
+		}}
 	for _, s := range scenarios.All() {
 		if *only == "" || slices.Contains(strings.Split(*only, ","), s.Name) {
 			m.Scenarios = append(m.Scenarios, s)
@@ -111,8 +114,12 @@ func main() {
 			fmt.Fprintln(os.Stderr, "reproduce: --merge:", err)
 			os.Exit(254)
 		}
-		header = oldHeader + fmt.Sprintf("Re-measured on %s, %d runs each: the cells of %s (`go run ./internal/reproduce --merge --scenarios %s --runs %d`, %s); the other rows are from the run above.\n",
-			time.Now().UTC().Format("2006-01-02"), *runs, *only, *only, *runs, time.Since(start).Round(time.Second))
+		what, args := "the cells of "+*only, "--scenarios "+*only
+		if *onlyAlgs != "" {
+			what, args = what+" × "+*onlyAlgs, args+" --algorithms "+*onlyAlgs
+		}
+		header = oldHeader + fmt.Sprintf("Re-measured on %s, %d runs each: %s (`go run ./internal/reproduce --merge %s --runs %d`, %s); the other rows are from the runs above.\n",
+			time.Now().UTC().Format("2006-01-02"), *runs, what, args, *runs, time.Since(start).Round(time.Second))
 		lines = mergeLines(old, lines)
 	}
 	b.WriteString(header + "\n")
