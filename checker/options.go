@@ -9,8 +9,9 @@ import (
 // Options tune a check. The zero value is ready to use: every zero field takes the default named
 // in its comment.
 type Options struct {
-	// Timeout bounds each porcupine check (lock and resource separately). A check that runs out
-	// of time is "Unknown" and makes the verdict unknown, never safe. Default 10s.
+	// Timeout bounds each porcupine check (lock and resource separately; on a long history,
+	// each batch of it). A check that runs out of time is "Unknown" and makes the verdict
+	// unknown, never safe. Default 10s.
 	Timeout time.Duration
 	// Drift is the fraction by which a server's clock may run fast: a lease of TTL is assumed to
 	// last at least TTL·(1−Drift) from the moment the acquire was called. Default 0.01.

@@ -35,19 +35,15 @@ func (r *run) linearize(m porcupine.Model, h []porcupine.Operation, partOf func(
 	case verbose && len(h) <= visualizeMax:
 		res, lin.Info = porcupine.CheckOperationsVerbose(m, h, r.opts.Timeout)
 	default:
+		// Each batch gets the whole timeout: it bounds a search that explodes, which happens
+		// within a partition, not the time a long history takes (that grows with its length).
 		res = porcupine.Ok
-		deadline := began.Add(r.opts.Timeout)
 		for lo := 0; lo < len(h) && res == porcupine.Ok; {
 			hi := min(lo+batchOps, len(h))
 			for hi < len(h) && partOf(h[hi].Input) == partOf(h[hi-1].Input) {
 				hi++ // a batch ends at a partition's end
 			}
-			left := time.Until(deadline)
-			if left <= 0 {
-				res = porcupine.Unknown
-				break
-			}
-			res = porcupine.CheckOperationsTimeout(m, h[lo:hi], left)
+			res = porcupine.CheckOperationsTimeout(m, h[lo:hi], r.opts.Timeout)
 			lo = hi
 		}
 	}
