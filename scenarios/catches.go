@@ -102,21 +102,23 @@ func init() {
 	catch("client-pause", "fence-unchecked",
 		"Ul: the paused holder's stale write is accepted: lost updates > 0, where token+fence loses none")
 	catch("client-crash", "token-no-ttl", "X: the crashed holder's key never expires (seed 002 problem 1)")
-	// getset-race: the race forced at its point (DESIGN.md §10). The first two waiters that find
-	// the crashed holder's timestamp expired stop TTL+100 ms before their GETSET, so others find
-	// it expired too and GETSET first, and the two come back with an expiry already past: the
+	// getset-race: the race forced at its point (DESIGN.md §10). The first four waiters that find
+	// the crashed holder's timestamp expired stop before their GETSET, so others find it expired
+	// too and GETSET first, and the four come back, 40 ms apart, with an expiry already past: the
 	// real getset's compare makes every GETSET but the first a loss, yet a losing GETSET still
-	// writes its own expiry — the stopped waiters' sets the current holder's key into the past,
-	// the holder's release then finds another value and leaves it, and the next waiter takes the
-	// lock over while the holder's lease runs. The blind mutant holds after each GETSET (it missed
-	// 2 of 3 runs to chance without the stop). A stop of 50 ms caught the real getset in 10 of 20
+	// writes its own expiry — a stopped waiter's sets the current holder's key into the past, the
+	// holder's release then finds another value and leaves it, and the next waiter takes the lock
+	// over while the holder's lease runs. The blind mutant holds after each GETSET (it missed 2 of
+	// 3 runs to chance without the stops). One stop of 50 ms caught the real getset in 10 of 20
 	// runs: its GETSET often landed when nobody held (right after a release, or while an
-	// immediate loser's overwrite left a key nobody held until it expired). TTL+100 ms lands
-	// after that, holds of 30 ms keep the lock held, and an acquire timeout of 3 s lets the
-	// stopped waiters, called at the start, still send their GETSET (7 of 8 seeds, then make
-	// reproduce).
+	// immediate loser's overwrite left a key nobody held until it expired). One stop of TTL+100 ms
+	// gave 19 of 20 alone but 2 of 6 in matrices, beside other cells; four stops from TTL+100 ms,
+	// holds of 30 ms, and an acquire timeout of 3 s (so the stopped waiters, called at the start,
+	// still send their GETSET): 20 of 20 seeds, 12 of them two or three at a time.
 	race := slices.Clone(must("getset-race").Faults)
-	race = append(race, faults.Spec{Kind: "client-pause", Point: "acquire:before-getset", Times: 2, For: ms(ttl + 100)})
+	for _, d := range []int{100, 140, 180, 220} { // four chances, 40 ms apart, to land on a holder
+		race = append(race, faults.Spec{Kind: "client-pause", Point: "acquire:before-getset", Times: 1, For: ms(ttl + d)})
+	}
 	vary("getset-race", "getset", Variant{Faults: race, Workload: Workload{Hold: ms(30), AcquireTimeout: ms(3000)}})
 	catch("getset-race", "getset-blind-takeover", "Us: several waiters GETSET the expired value and all hold")
 	// zk-leader-kill has no mutant of its own: a leader kill keeps every committed node and every
