@@ -31,7 +31,7 @@ func BenchmarkChecker(b *testing.B) {
 	var rows []benchRow
 	for _, n := range []int{10_000, 100_000, 1_000_000} {
 		for _, c := range []int{5, 50} {
-			h := generate(genConfig{clients: c, ops: n, ttl: time.Second, seed: 1, noise: true})
+			h := generate(genConfig{Clients: c, Ops: n, TTL: time.Second, Seed: 1, Noise: true})
 			r := newRun(h.Run(), Options{SkipVisualization: true, Timeout: benchTimeout})
 			res := r.resourceOps()
 			type job struct {

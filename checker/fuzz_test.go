@@ -55,11 +55,11 @@ func FuzzCheckOverlap(f *testing.F) {
 	f.Add(uint64(2), uint8(1), uint16(8), uint16(0), true, false)
 	f.Add(uint64(3), uint8(40), uint16(4000), uint16(999), true, true)
 	f.Fuzz(func(t *testing.T, seed uint64, clients uint8, ops uint16, at uint16, service, noise bool) {
-		cfg := genConfig{clients: int(clients%50) + 2, ops: int(ops%4000) + 4, ttl: time.Millisecond, seed: seed, noise: noise, inject: injectClient}
+		cfg := genConfig{Clients: int(clients%50) + 2, Ops: int(ops%4000) + 4, TTL: time.Millisecond, Seed: seed, Noise: noise, Inject: injectClient}
 		if service {
-			cfg.inject = injectService
+			cfg.Inject = injectService
 		}
-		cfg.injectAt = int(at) % max(cfg.ops/4, 1)
+		cfg.InjectAt = int(at) % max(cfg.Ops/4, 1)
 		r := CheckHistory(generate(cfg), Options{Timeout: 5 * time.Second}).Result
 		if r.Verdict == Safe || r.ExclusionViolations == 0 {
 			t.Fatalf("%+v: verdict %s with %d exclusion violations", cfg, r.Verdict, r.ExclusionViolations)

@@ -204,9 +204,9 @@ func TestLockChunksKeepAnswerContended(t *testing.T) {
 	seen := map[porcupine.CheckResult]int{}
 	waiters := 0
 	for i := range 300 {
-		cfg := genConfig{clients: 2 + rng.IntN(8), ops: 40 + rng.IntN(300), ttl: time.Duration(1+rng.IntN(5)) * time.Millisecond,
-			seed: rng.Uint64(), inject: inject(rng.IntN(3)), noise: rng.IntN(2) == 0}
-		cfg.injectAt = rng.IntN(cfg.ops / 4)
+		cfg := genConfig{Clients: 2 + rng.IntN(8), Ops: 40 + rng.IntN(300), TTL: time.Duration(1+rng.IntN(5)) * time.Millisecond,
+			Seed: rng.Uint64(), Inject: inject(rng.IntN(3)), Noise: rng.IntN(2) == 0}
+		cfg.InjectAt = rng.IntN(cfg.Ops / 4)
 		r := newRun(generate(cfg).Run(), Options{})
 		whole, parts := r.lockHistoryOf(true, 0)
 		want := porcupine.CheckOperationsTimeout(lockModel(parts), whole, 10*time.Second)

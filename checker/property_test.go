@@ -12,12 +12,12 @@ import (
 func TestPropertyCorrectLockIsSafe(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 60 {
-		cfg := genConfig{clients: 1 + rng.IntN(8), ops: 40 + rng.IntN(2000), ttl: time.Duration(1+rng.IntN(5)) * time.Millisecond,
-			seed: rng.Uint64(), noise: rng.IntN(2) == 0}
+		cfg := genConfig{Clients: 1 + rng.IntN(8), Ops: 40 + rng.IntN(2000), TTL: time.Duration(1+rng.IntN(5)) * time.Millisecond,
+			Seed: rng.Uint64(), Noise: rng.IntN(2) == 0}
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			r := CheckHistory(generate(cfg), Options{}).Result
 			want := Safe
-			if cfg.clients == 1 {
+			if cfg.Clients == 1 {
 				// One client contends with nobody: the run could not have failed (DESIGN.md §10).
 				want = Unknown
 				if !strings.Contains(r.Evidence, "only one client") {
@@ -41,9 +41,9 @@ func TestPropertyInjectedOverlapCaught(t *testing.T) {
 		if i%2 == 1 {
 			kind, want = injectService, ServiceClass
 		}
-		cfg := genConfig{clients: 2 + rng.IntN(7), ops: 40 + rng.IntN(2000), ttl: time.Duration(1+rng.IntN(5)) * time.Millisecond,
-			seed: rng.Uint64(), inject: kind, noise: rng.IntN(2) == 0}
-		cfg.injectAt = rng.IntN(cfg.ops / 4)
+		cfg := genConfig{Clients: 2 + rng.IntN(7), Ops: 40 + rng.IntN(2000), TTL: time.Duration(1+rng.IntN(5)) * time.Millisecond,
+			Seed: rng.Uint64(), Inject: kind, Noise: rng.IntN(2) == 0}
+		cfg.InjectAt = rng.IntN(cfg.Ops / 4)
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			r := CheckHistory(generate(cfg), Options{}).Result
 			if r.Verdict != Unsafe || r.ViolationClass == nil || *r.ViolationClass != want || r.ExclusionViolations != 1 {
@@ -65,7 +65,7 @@ func TestPropertyInjectedOverlapCaught(t *testing.T) {
 
 // A check that runs out of time is unknown, never safe.
 func TestCheckerTimeoutIsUnknown(t *testing.T) {
-	h := generate(genConfig{clients: 50, ops: 40000, ttl: time.Second, seed: 9, noise: true})
+	h := generate(genConfig{Clients: 50, Ops: 40000, TTL: time.Second, Seed: 9, Noise: true})
 	r := CheckHistory(h, Options{Timeout: time.Nanosecond}).Result
 	if r.Verdict != Unknown {
 		t.Fatalf("verdict %s (lock %s, resource %s), want unknown", r.Verdict, r.LockCheck.Result, r.ResourceCheck.Result)

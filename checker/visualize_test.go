@@ -16,8 +16,8 @@ func TestLongHistoryVisualizedAroundViolation(t *testing.T) {
 		name string
 		cfg  genConfig
 	}{
-		{"unsafe", genConfig{clients: 5, ops: 120_000, ttl: time.Second, seed: 4, inject: injectService, injectAt: 22_000}},
-		{"safe", genConfig{clients: 5, ops: 120_000, ttl: time.Second, seed: 4}},
+		{"unsafe", genConfig{Clients: 5, Ops: 120_000, TTL: time.Second, Seed: 4, Inject: injectService, InjectAt: 22_000}},
+		{"safe", genConfig{Clients: 5, Ops: 120_000, TTL: time.Second, Seed: 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := CheckHistory(generate(tc.cfg), Options{})
@@ -31,7 +31,7 @@ func TestLongHistoryVisualizedAroundViolation(t *testing.T) {
 				if c.check.Visualized == "" || hi <= lo || hi-lo > visualizeMax || c.lin.ops != nil {
 					t.Fatalf("%s check: visualized %q, window [%d, %d), ops kept: %d", c.what, c.check.Visualized, lo, hi, len(c.lin.ops))
 				}
-				if tc.cfg.inject == injectNone {
+				if tc.cfg.Inject == injectNone {
 					if lo != 0 || !strings.Contains(c.check.Visualized, "from the start") {
 						t.Errorf("%s check of a safe run: window [%d, %d), %q; want the start", c.what, lo, hi, c.check.Visualized)
 					}
@@ -42,10 +42,10 @@ func TestLongHistoryVisualizedAroundViolation(t *testing.T) {
 					t.Errorf("%s check: window [%d, %d) spans %d–%d ns, the first violation is at %d ns", c.what, lo, hi, first, last, at)
 				}
 			}
-			if tc.cfg.inject == injectService && (r.Verdict != Unsafe || r.LockCheck.Result != "Illegal") {
+			if tc.cfg.Inject == injectService && (r.Verdict != Unsafe || r.LockCheck.Result != "Illegal") {
 				t.Fatalf("verdict %s, lock check %s; want unsafe, Illegal", r.Verdict, r.LockCheck.Result)
 			}
-			if tc.cfg.inject == injectNone && r.Verdict == Unsafe {
+			if tc.cfg.Inject == injectNone && r.Verdict == Unsafe {
 				t.Fatalf("a correct lock's history is unsafe: %+v", r.FirstViolation)
 			}
 		})
