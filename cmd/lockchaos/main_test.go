@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // lockchaos runs the CLI in-process and returns its exit code, stdout and stderr.
@@ -167,14 +169,16 @@ func TestKilledHarnessLeavesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			hist := filepath.Join(out, "baseline", tc.alg, "history.jsonl")
+			// Stop it once the lock was granted to two clients: a run stopped before any
+			// contention is rightly unknown, and its check would not be exit 0.
 			deadline := time.Now().Add(30 * time.Second)
 			for {
-				if st, err := os.Stat(hist); err == nil && st.Size() > 2000 {
+				if grantedClients(hist) >= 2 {
 					break
 				}
 				if time.Now().After(deadline) {
 					cmd.Process.Kill()
-					t.Fatalf("no history written within 30s")
+					t.Fatalf("no grants to two clients in the history within 30s")
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
@@ -208,6 +212,21 @@ func TestKilledHarnessLeavesNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// grantedClients counts the clients the history at path records a granted acquire for.
+func grantedClients(path string) int {
+	run, err := history.ReadRunFile(path)
+	if err != nil {
+		return 0
+	}
+	clients := map[int]bool{}
+	for _, op := range run.Ops {
+		if op.Op == history.OpAcquire && op.Ok() {
+			clients[op.Client] = true
+		}
+	}
+	return len(clients)
 }
 
 // procsMentioning lists the command lines of processes whose arguments mention s.
