@@ -81,6 +81,14 @@ func init() {
 			New:     newZooKeeperWith(zkMutation{ignoreSession: true}),
 		},
 		{
+			Name: "zookeeper-latch-watcher", Mutant: "zookeeper", Topologies: []string{topoZooKeeper},
+			Removed: "listing the children again after the watch fires: the waiter holds the lock as soon as its " +
+				"watcher is called, and ZooKeeper calls every outstanding watcher with the session event when " +
+				"the client loses its server",
+			Points: []string{"acquire:after-create", "release:before-delete"},
+			New:    newZooKeeperWith(zkMutation{latchWatcher: true}),
+		},
+		{
 			Name: "getset-no-compare", Mutant: "getset", Topologies: single,
 			Removed: "the GET compare on release: a plain DEL deletes whoever's lock is there",
 			Points:  []string{"acquire:after-setnx-fail", "acquire:after-get", "release:before-del"},

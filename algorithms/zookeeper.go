@@ -53,6 +53,10 @@ type zkLocker struct {
 	dirOK   bool
 	closing bool
 	mut     zkMutation // zero for the real recipe
+	// stateMu guards stateCh, closed and replaced at each connection-state change: what a
+	// Java watcher receives as a session event (zookeeper-latch-watcher listens to it).
+	stateMu sync.Mutex
+	stateCh chan struct{}
 }
 
 // zkMutation removes one mechanism from the recipe, for its mutants (mutants_zookeeper.go).
@@ -63,6 +67,11 @@ type zkMutation struct {
 	// ignoreSession makes the holder trust its lock after its session expired: Valid is always
 	// true (zookeeper-ignore-session).
 	ignoreSession bool
+	// latchWatcher makes a waiter hold the lock as soon as its watcher is called, without
+	// listing the children again, and calls its watcher on session events too, as the Java
+	// client does: ZooKeeper delivers a session event (Disconnected) to every outstanding
+	// watcher (zookeeper-latch-watcher: the CountDownLatch lock of many blog posts).
+	latchWatcher bool
 }
 
 // zkLease is the Lease.Data of the zookeeper algorithm.
@@ -122,18 +131,32 @@ func newZKLocker(cfg Config) (*zkLocker, error) {
 		return nil, fmt.Errorf("zookeeper: %w", err)
 	}
 	l := &zkLocker{
-		cfg:    cfg,
-		conn:   conn,
-		dir:    "/lockchaos/" + cfg.Name,
-		acl:    zk.WorldACL(zk.PermAll),
-		closed: make(chan struct{}),
+		cfg:     cfg,
+		conn:    conn,
+		dir:     "/lockchaos/" + cfg.Name,
+		acl:     zk.WorldACL(zk.PermAll),
+		closed:  make(chan struct{}),
+		stateCh: make(chan struct{}),
 	}
 	// The events must be drained; session loss is read from SessionID, which changes on expiry.
 	l.wg.Go(func() {
-		for range events {
+		for ev := range events {
+			if ev.Type == zk.EventSession {
+				l.stateMu.Lock()
+				close(l.stateCh)
+				l.stateCh = make(chan struct{})
+				l.stateMu.Unlock()
+			}
 		}
 	})
 	return l, nil
+}
+
+// stateChange returns a channel closed at the next connection-state change.
+func (l *zkLocker) stateChange() <-chan struct{} {
+	l.stateMu.Lock()
+	defer l.stateMu.Unlock()
+	return l.stateCh
 }
 
 // Close ends the session (the server deletes our nodes at once) and waits for background work.
@@ -360,6 +383,10 @@ func (l *zkLocker) wait(ctx context.Context, path string, sid int64) error {
 		if l.mut.watchLowest {
 			pred = l.dir + "/" + children[0]
 		}
+		var session <-chan struct{} // nil (never ready) but for the latch mutant
+		if l.mut.latchWatcher {
+			session = l.stateChange()
+		}
 		// GetW, as Curator uses getData, sets no watch when the node is already gone.
 		ch, err, _ := zkDo(l, func() (<-chan zk.Event, error) {
 			_, _, ch, err := l.conn.GetW(pred)
@@ -378,10 +405,13 @@ func (l *zkLocker) wait(ctx context.Context, path string, sid int64) error {
 		t := time.NewTimer(l.cfg.SessionTimeout)
 		select {
 		case <-ch:
-			if l.mut.watchLowest {
+			if l.mut.watchLowest || l.mut.latchWatcher {
 				t.Stop()
 				return nil
 			}
+		case <-session:
+			t.Stop()
+			return nil // the latch mutant's bug: "my watcher was called, so the lock is mine"
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()

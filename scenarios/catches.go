@@ -121,13 +121,13 @@ func init() {
 	}
 	vary("getset-race", "getset", Variant{Faults: race, Workload: Workload{Hold: ms(30), AcquireTimeout: ms(3000)}})
 	catch("getset-race", "getset-blind-takeover", "Us: several waiters GETSET the expired value and all hold")
-	// zk-leader-kill has no mutant of its own: a leader kill keeps every committed node and every
-	// session, so no known mistake in a ZooKeeper lock turns unsafe under it alone — its real cell
-	// (S) shows the quorum guarantee. Its catch is the herd mutant, caught by contention as in
-	// baseline, not by the fault (TestEveryScenarioNeedsItsFault names it as the exception). A
-	// mutant with teeth here would need a connection loss during the create (Curator's
-	// protected mode), which a leader kill does not aim at.
-	catch("zk-leader-kill", "zookeeper-watch-lowest", "Us: caught without the fault, as in baseline")
+	// zk-leader-kill: a leader kill keeps every committed node and every session (the real cell,
+	// S, shows the quorum guarantee), but every client loses its server while the ensemble elects
+	// a new leader, and ZooKeeper delivers that session event (Disconnected) to every outstanding
+	// watcher. The latch lock of many blog posts (a watcher that counts a latch down on any event,
+	// then "the lock is mine") wakes every waiter into the lock at the kill; Curator's recipe wakes
+	// too but lists the children again. Without the kill it is safe (4 of 4 baseline seeds).
+	catch("zk-leader-kill", "zookeeper-latch-watcher", "Us: the Disconnected event wakes every waiter's watcher into the lock")
 	// Scenarios where every real algorithm of the mutants' families is itself unsafe can only catch
 	// a mutant that is unsafe for the same reason: these show the fault fires, not which mechanism
 	// it reaches (see the report of issue 16).

@@ -120,7 +120,16 @@ func main() {
 		}
 		header = oldHeader + fmt.Sprintf("Re-measured on %s, %d runs each: %s (`go run ./internal/reproduce --merge %s --runs %d`, %s); the other rows are from the runs above.\n",
 			time.Now().UTC().Format("2006-01-02"), *runs, what, args, *runs, time.Since(start).Round(time.Second))
-		lines = mergeLines(old, lines)
+		all, _, err := runner.SelftestCells(scenarios.All())
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "reproduce:", err)
+			os.Exit(254)
+		}
+		lines = mergeLines(old, lines, func(l line) bool {
+			return slices.ContainsFunc(all, func(c scenarios.Cell) bool {
+				return c.Algorithm == l.algorithm && c.Scenario == l.scenario && c.NA == "" && c.Expected != ""
+			})
+		})
 	}
 	b.WriteString(header + "\n")
 	b.WriteString("| cell | expected | reproduced | evidence ok | median TTD | max TTD | misses |\n|---|---|---|---|---|---|---|\n")
@@ -211,8 +220,9 @@ func parseMs(s string) float64 {
 	return v
 }
 
-// mergeLines replaces the rows of old that were re-run, in place, and appends new cells.
-func mergeLines(old, fresh []line) []line {
+// mergeLines replaces the rows of old that were re-run, in place, drops the old rows of cells
+// the catalogue no longer has (current false), and appends new cells.
+func mergeLines(old, fresh []line, current func(line) bool) []line {
 	byCell := map[string]line{}
 	for _, l := range fresh {
 		byCell[l.algorithm+" × "+l.scenario] = l
@@ -223,6 +233,8 @@ func mergeLines(old, fresh []line) []line {
 		if n, ok := byCell[k]; ok {
 			l = n
 			delete(byCell, k)
+		} else if !current(l) {
+			continue
 		}
 		out = append(out, l)
 	}

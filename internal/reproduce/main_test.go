@@ -46,7 +46,10 @@ func TestMergeTable(t *testing.T) {
 		t.Fatalf("header %q", header)
 	}
 	fresh := []line{{algorithm: "getset", scenario: "slow-release", expected: "unsafe-service", matched: 20, runs: 20, evidenceOK: 20, median: 1900, max: 1950, misses: "—"}}
-	got := mergeLines(old, fresh)
+	if got := mergeLines(old, fresh, func(l line) bool { return l.algorithm != "setnx" }); len(got) != 2 || got[0].algorithm != "getset" {
+		t.Fatalf("merged without the cell the catalogue dropped: %+v", got)
+	}
+	got := mergeLines(old, fresh, func(line) bool { return true })
 	if len(got) != 3 || got[1].matched != 20 || got[0].algorithm != "setnx" || got[2].algorithm != "token-plain-del" {
 		t.Fatalf("merged %+v", got)
 	}

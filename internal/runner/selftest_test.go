@@ -82,16 +82,14 @@ func TestSelftestFailsWithoutTheFault(t *testing.T) {
 
 // TestEveryScenarioNeedsItsFault: with its faults removed, each scenario misses at least one of
 // the mutants it must catch — its fault is what catches them, not the contention alone. (Only the
-// mutant cells run; the real cells' side is TestSelftestFailsWithoutTheFault's.) zk-leader-kill
-// is the exception on record: its one mutant, zookeeper-watch-lowest, is caught by contention as
-// in baseline, and no lock mistake is known that a leader kill alone exposes (see catches.go).
+// mutant cells run; the real cells' side is TestSelftestFailsWithoutTheFault's.)
 func TestEveryScenarioNeedsItsFault(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs against real servers")
 	}
 	var ss []scenarios.Scenario
 	for _, s := range scenarios.All() {
-		if len(s.Faults) == 0 || s.Name == "zk-leader-kill" {
+		if len(s.Faults) == 0 {
 			continue
 		}
 		ss = append(ss, withoutFaults(s))
