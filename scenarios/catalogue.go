@@ -248,11 +248,15 @@ func registerCatalogue() bool {
 		Expect: expect("X", "X", "X", "X", "X", "S", "S"),
 	})
 	register(Scenario{
-		Name:       "zk-leader-kill",
-		Summary:    "The ZooKeeper leader of a 3-node ensemble is killed at 500 ms and restarted 1 s later.",
+		Name: "zk-leader-kill",
+		Summary: "The ZooKeeper leader of a 3-node ensemble is killed as the fourth holder is granted the lock, " +
+			"and restarted 1 s later; holders hold 200 ms, so the kill comes while the lock is held and the others wait.",
 		Reproduces: "ZooKeeper's quorum guarantee: a new leader keeps every committed lock node",
-		Workload:   std.merge(Workload{Duration: ms(2500)}),
-		Faults:     []faults.Spec{{Kind: "restart", At: ms(500), For: ms(1000), Nodes: "leader"}},
+		// At a holder's grant, not at a time: a kill while a release is in flight leaves that
+		// release's outcome unknown, and a waiter granted then proves nothing (a timed kill at
+		// 500 ms missed zookeeper-latch-watcher in 2 of 20 runs so).
+		Workload: std.merge(Workload{Duration: ms(2500), Hold: ms(200)}),
+		Faults:   []faults.Spec{{Kind: "restart", Point: "cs:acquired", Skip: 3, For: ms(1000), Nodes: "leader"}},
 		Expect: map[string]string{
 			"zookeeper": "S", "setnx": na("a ZooKeeper scenario"), "setnx-expire": na("a ZooKeeper scenario"),
 			"setnx-px": na("a ZooKeeper scenario"), "getset": na("a ZooKeeper scenario"),

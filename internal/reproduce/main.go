@@ -118,8 +118,9 @@ func main() {
 		if *onlyAlgs != "" {
 			what, args = what+" × "+*onlyAlgs, args+" --algorithms "+*onlyAlgs
 		}
-		header = oldHeader + fmt.Sprintf("Re-measured on %s, %d runs each: %s (`go run ./internal/reproduce --merge %s --runs %d`, %s); the other rows are from the runs above.\n",
-			time.Now().UTC().Format("2006-01-02"), *runs, what, args, *runs, time.Since(start).Round(time.Second))
+		cmd := fmt.Sprintf("`go run ./internal/reproduce --merge %s --runs %d`", args, *runs)
+		header = supersede(oldHeader, cmd) + fmt.Sprintf("Re-measured on %s, %d runs each: %s (%s, %s); the other rows are from the runs above.\n",
+			time.Now().UTC().Format("2006-01-02"), *runs, what, cmd, time.Since(start).Round(time.Second))
 		all, _, err := runner.SelftestCells(scenarios.All())
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "reproduce:", err)
@@ -218,6 +219,18 @@ func parseMs(s string) float64 {
 		return -1
 	}
 	return v
+}
+
+// supersede drops the header's lines about an earlier re-run of the same command: its rows are
+// all replaced.
+func supersede(header, cmd string) string {
+	var b strings.Builder
+	for _, ln := range strings.SplitAfter(header, "\n") {
+		if !strings.Contains(ln, "("+cmd+",") {
+			b.WriteString(ln)
+		}
+	}
+	return b.String()
 }
 
 // mergeLines replaces the rows of old that were re-run, in place, drops the old rows of cells

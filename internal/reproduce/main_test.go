@@ -46,6 +46,11 @@ func TestMergeTable(t *testing.T) {
 		t.Fatalf("header %q", header)
 	}
 	fresh := []line{{algorithm: "getset", scenario: "slow-release", expected: "unsafe-service", matched: 20, runs: 20, evidenceOK: 20, median: 1900, max: 1950, misses: "—"}}
+	h := "Intro.\nRe-measured on 2026-11-23, 20 runs each: the cells of a (`go run ./internal/reproduce --merge --scenarios a --runs 20`, 1m).\n" +
+		"Re-measured on 2026-11-23, 20 runs each: the cells of ab (`go run ./internal/reproduce --merge --scenarios ab --runs 20`, 1m).\n"
+	if got := supersede(h, "`go run ./internal/reproduce --merge --scenarios a --runs 20`"); strings.Contains(got, "cells of a ") || !strings.Contains(got, "cells of ab ") {
+		t.Fatalf("superseded header:\n%s", got)
+	}
 	if got := mergeLines(old, fresh, func(l line) bool { return l.algorithm != "setnx" }); len(got) != 2 || got[0].algorithm != "getset" {
 		t.Fatalf("merged without the cell the catalogue dropped: %+v", got)
 	}
