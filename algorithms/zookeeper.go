@@ -53,8 +53,8 @@ type zkLocker struct {
 	dirOK   bool
 	closing bool
 	mut     zkMutation // zero for the real recipe
-	// stateMu guards stateCh, closed and replaced at each connection-state change: what a
-	// Java watcher receives as a session event (zookeeper-latch-watcher listens to it).
+	// stateMu guards stateCh, closed and replaced each time the client loses its server: the
+	// session event a Java watcher receives (zookeeper-latch-watcher listens to it).
 	stateMu sync.Mutex
 	stateCh chan struct{}
 }
@@ -141,7 +141,9 @@ func newZKLocker(cfg Config) (*zkLocker, error) {
 	// The events must be drained; session loss is read from SessionID, which changes on expiry.
 	l.wg.Go(func() {
 		for ev := range events {
-			if ev.Type == zk.EventSession {
+			// Losing the server, as Java's watchers are told: not the connecting states of the
+			// start, which the drain may pass on after the first waiter has set its watch.
+			if ev.Type == zk.EventSession && (ev.State == zk.StateDisconnected || ev.State == zk.StateExpired) {
 				l.stateMu.Lock()
 				close(l.stateCh)
 				l.stateCh = make(chan struct{})
@@ -152,7 +154,7 @@ func newZKLocker(cfg Config) (*zkLocker, error) {
 	return l, nil
 }
 
-// stateChange returns a channel closed at the next connection-state change.
+// stateChange returns a channel closed when the client next loses its server.
 func (l *zkLocker) stateChange() <-chan struct{} {
 	l.stateMu.Lock()
 	defer l.stateMu.Unlock()
