@@ -59,7 +59,7 @@ type zkLocker struct {
 	stateCh chan struct{}
 }
 
-// zkMutation removes one mechanism from the recipe, for its mutants (mutants_zookeeper.go).
+// zkMutation removes one mechanism from the recipe, for its mutants (mutants.go).
 type zkMutation struct {
 	// watchLowest makes a waiter watch the lowest node, not its predecessor, and take the lock
 	// when that node goes, without listing the children again (zookeeper-watch-lowest).
