@@ -153,7 +153,7 @@ func CheckRun(h *history.Run, opts Options) *Outcome {
 	res.LongestStallMs = ms(int64(stallD))
 
 	// Evidence: could this run have failed?
-	evidence := r.evidence(res, r.unfired)
+	evidence := r.evidence(res, r.unfired, nil)
 	res.Evidence = evidence
 
 	switch {

@@ -96,7 +96,10 @@ func targetClients(target string) []int {
 // evidence fills the evidence fields of res and returns the line that says what is missing, or
 // EvidenceOK. It does not look at the verdict: an unsafe run needs no evidence beyond its
 // violation, and the caller decides.
-func (r *run) evidence(res *Result, unfired []history.UnfiredFault) string {
+//
+// granted holds the clients granted the lock in other segments of the history (nil for none); the
+// clients granted in r's operations are added to it.
+func (r *run) evidence(res *Result, unfired []history.UnfiredFault, granted map[int]bool) string {
 	occ := r.occurrences()
 	planned := r.plannedFaults(occ, unfired)
 	res.FaultsPlanned = planned
@@ -125,27 +128,10 @@ func (r *run) evidence(res *Result, unfired []history.UnfiredFault) string {
 		}
 		return false
 	}
-	granted := map[int]bool{}
-	for i := range r.ops {
-		o := &r.ops[i]
-		switch {
-		case o.Op == history.OpWrite:
-			switch {
-			case o.Ok():
-				res.WritesOk++
-			case staleRejected(o):
-				res.WritesRejected++
-			}
-			if (o.Ok() || staleRejected(o)) && inWindow(o.Call, 0) {
-				res.WritesInWindow++
-			}
-		case o.Op == history.OpAcquire && o.Ok():
-			granted[o.Client] = true
-			if inWindow(o.Return, o.Client) {
-				res.GrantsInWindow++
-			}
-		}
+	if granted == nil {
+		granted = map[int]bool{}
 	}
+	r.evidenceCounts(res, inWindow, granted)
 	for _, p := range planned {
 		if !p.Fired {
 			return fmt.Sprintf("fault %d (%s) never fired: %s", p.Rule, p.Kind, p.Reason)
@@ -200,4 +186,29 @@ func (r *run) plannedFaults(occ []occurrence, unfired []history.UnfiredFault) []
 		out = append(out, p)
 	}
 	return out
+}
+
+// evidenceCounts counts r's writes and grants, in the danger windows (inWindow) and in all, into
+// res, and adds the clients granted the lock to granted.
+func (r *run) evidenceCounts(res *Result, inWindow func(t int64, client int) bool, granted map[int]bool) {
+	for i := range r.ops {
+		o := &r.ops[i]
+		switch {
+		case o.Op == history.OpWrite:
+			switch {
+			case o.Ok():
+				res.WritesOk++
+			case staleRejected(o):
+				res.WritesRejected++
+			}
+			if (o.Ok() || staleRejected(o)) && inWindow(o.Call, 0) {
+				res.WritesInWindow++
+			}
+		case o.Op == history.OpAcquire && o.Ok():
+			granted[o.Client] = true
+			if inWindow(o.Return, o.Client) {
+				res.GrantsInWindow++
+			}
+		}
+	}
 }

@@ -227,6 +227,26 @@ func endState(in resInput) (int64, bool) {
 // value other than the one it read: another write landed between its read and its write. It
 // locates the violation for the report; whether a lost update is proven is porcupine's call.
 func (r *run) lostUpdates(res []porcupine.Operation) (count int, first *Violation) {
+	c, first := r.lostFrom(res, lostCarry{})
+	return c.count(), first
+}
+
+// lostCarry is lostUpdates' state at the end of a segment: the successful writes so far, the
+// counter's value after the last of them, and whether there was one.
+type lostCarry struct {
+	writes  int
+	cur     int64
+	written bool
+	// lost is set when an increment overwrote a value other than the one it read.
+	lost bool
+}
+
+func (c lostCarry) count() int { return max(c.writes-int(c.cur), 0) }
+
+// lostFrom is lostUpdates on a segment of the history, from the previous segment's state. An
+// update lost across the cut (against the carried write) sets lost without a violation.
+func (r *run) lostFrom(res []porcupine.Operation, c lostCarry) (lostCarry, *Violation) {
+	var first *Violation
 	var writes []porcupine.Operation
 	for _, o := range res {
 		in := o.Input.(resInput)
@@ -235,20 +255,22 @@ func (r *run) lostUpdates(res []porcupine.Operation) (count int, first *Violatio
 		}
 	}
 	slices.SortStableFunc(writes, func(a, b porcupine.Operation) int { return cmp.Compare(a.Return, b.Return) })
-	var cur int64
 	lastW := -1
 	for _, o := range writes {
 		in := o.Input.(resInput)
-		if in.kind == resIncr && in.v != cur && first == nil && lastW >= 0 {
-			a, b := &r.ops[lastW], &r.ops[in.write]
-			first = &Violation{
-				Kind: "lost-update", AtMs: ms(b.Return), A: ref(a), B: ref(b),
-				Explanation: fmt.Sprintf("client %d read %d and wrote %d, but client %d had written %d in between: an update was lost",
-					b.Client, in.v, in.w, a.Client, cur),
+		if in.kind == resIncr && in.v != c.cur && !c.lost && c.written {
+			c.lost = true
+			if lastW >= 0 {
+				a, b := &r.ops[lastW], &r.ops[in.write]
+				first = &Violation{
+					Kind: "lost-update", AtMs: ms(b.Return), A: ref(a), B: ref(b),
+					Explanation: fmt.Sprintf("client %d read %d and wrote %d, but client %d had written %d in between: an update was lost",
+						b.Client, in.v, in.w, a.Client, c.cur),
+				}
 			}
 		}
-		cur, lastW = in.w, in.write
+		c.cur, lastW, c.written = in.w, in.write, true
 	}
-	count = len(writes) - int(cur)
-	return max(count, 0), first
+	c.writes += len(writes)
+	return c, first
 }
