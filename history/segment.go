@@ -68,7 +68,7 @@ type segmenter struct {
 	// carriedID are the ids of the carried operations: the only ones of an earlier segment that
 	// later operations may refer to.
 	carriedID map[int64]bool
-	held    map[int64]bool
+	held      map[int64]bool
 	// Over the segment's operations: the latest invocation and completion, and how many of the
 	// open ones are not acquires.
 	maxCall, maxDone int64
