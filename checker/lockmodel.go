@@ -287,6 +287,18 @@ func (r *run) lockHistoryOf(reduce bool, minChunk int) ([]porcupine.Operation, i
 			Output: string(o.Status), Return: ret, Metadata: o.ID,
 		})
 	}
+	if r.lockFrom != nil && len(byLock) == 1 {
+		// A segment of a long history: it starts in the state the previous one ended in.
+		ops := byLock[0]
+		first := ops[0].Call
+		for _, o := range ops {
+			first = min(first, o.Call)
+		}
+		t := r.lockFrom.free
+		init := porcupine.Operation{ClientId: 0, Input: lockInput{kind: lockInit, call: t, ret: t},
+			Call: first - 1, Output: "ok", Return: first - 1, Metadata: int64(0)}
+		byLock[0] = append([]porcupine.Operation{init}, ops...)
+	}
 	var h []porcupine.Operation
 	parts := 0
 	for _, ops := range byLock {

@@ -24,6 +24,9 @@ type run struct {
 	warnings  []string
 	unfired   []history.UnfiredFault
 	danger    [][2]int64 // the danger windows in ns, set by evidence
+	// lockFrom is, for a segment of a long history after the first, the lock's state where the
+	// previous segment ended.
+	lockFrom *lockExit
 }
 
 func newRun(h *history.Run, opts Options) *run {

@@ -22,95 +22,102 @@ type Segment struct {
 	// Start and Cut bound the invocations of the segment's own operations: [Start, Cut). Cut is
 	// Never for the last segment.
 	Start, Cut int64
-	// Waiting are the invocation times of the acquires still waiting at Cut: the next segment's
+	// Waiting are the acquires still waiting at Cut, as they were then: the next segment's
 	// carried operations.
-	Waiting []int64
+	Waiting []Operation
+	// Meta is the history's meta line; End the latest time of any line read so far, which for
+	// the last segment is the run's end.
+	Meta Meta
+	End  int64
 }
 
 // ReadSegments reads a history and hands it to fn one segment at a time, in order, each of at
 // least minOps operations (but the last), so the operations are never all in memory. fn owns each
 // segment. It returns the history without its operations: meta, warnings, the run's end — or
 // ErrUnsegmentable, possibly after some segments were handed over, when the history has fault
-// lines, invocations out of time order across a cut, ids that do not increase from one
-// invocation line to the next (as the recorder numbers them), or operations that refer to an
-// acquire of an earlier segment. It fails and tolerates otherwise what Read does.
+// lines, invocations out of time order across a cut, an id invoked twice or beyond the 64 M the
+// dense index takes, or operations that refer to an operation of an earlier segment. It fails and tolerates otherwise what Read does.
 //
 // A cut goes before an invocation at T when every operation so far returned before T, except
 // acquires still waiting (never a read, write or release), and every acquisition granted so far
 // had its release answered (ok or fail). Acquires of unknown outcome do not hold a cut up: one
 // that anything later refers to makes the history unsegmentable.
-func ReadSegments(r io.Reader, minOps int, fn func(*Segment) error) (*Run, error) {
-	s := segmenter{minOps: max(minOps, 1), fn: fn, open: map[int64]int{}, carriedID: map[int64]bool{}, held: map[int64]bool{}}
+//
+// maxWait, if not nil, bounds how long before a cut (in ns, given the meta line) the acquires
+// carried over may have been invoked: a lock check can only go on from a cut whose waiters cannot
+// have been granted before the segment's last holder, which a long wait (past a lease) makes
+// uncertain.
+func ReadSegments(r io.Reader, minOps int, maxWait func(Meta) int64, fn func(*Segment) error) (*Run, error) {
 	var meta Meta
+	s := segmenter{meta: &meta, minOps: max(minOps, 1), maxWait: maxWait, wait: -1, fn: fn, open: map[int64]int{}, held: map[int64]bool{}}
 	var warnings []string
 	if err := scan(r, &meta, &warnings, s.add); err != nil {
 		return nil, err
 	}
-	if s.err != nil {
-		return nil, s.err
-	}
-	s.flush(Never)
-	if s.err != nil {
-		return nil, s.err
+	if err := s.flush(Never); err != nil {
+		return nil, err
 	}
 	return &Run{Meta: meta, Warnings: warnings, End: s.end}, nil
 }
 
 type segmenter struct {
-	minOps  int
-	fn      func(*Segment) error
-	err     error
-	end     int64
-	ops     []Operation   // the segment being read
-	carried int           // ops[:carried] came from the previous segment
-	start   int64         // the previous cut
-	open    map[int64]int // operation id → index in ops, until its completion
-	// carriedID are the ids of the carried operations: the only ones of an earlier segment that
-	// later operations may refer to.
-	carriedID map[int64]bool
-	held      map[int64]bool
+	meta    *Meta
+	maxWait func(Meta) int64
+	wait    int64 // maxWait's answer, -1 before it is asked
+	// lastGrant is the invocation of the acquire granted last (in file order).
+	lastGrant int64
+	minOps    int
+	fn        func(*Segment) error
+	end       int64
+	ops       []Operation   // the segment being read
+	carried   int           // ops[:carried] came from the previous segment
+	start     int64         // the previous cut
+	open      map[int64]int // operation id → index in ops, until its completion
+	// The ids invoked so far, and those of the operations of earlier segments (not carried).
+	seen, closed bitset
+	held         map[int64]bool
 	// Over the segment's operations: the latest invocation and completion, and how many of the
 	// open ones are not acquires.
 	maxCall, maxDone int64
 	openOther        int
-	closedID         int64 // the largest id of an earlier segment
-	maxID            int64
+	openCarried      int // carried operations not completed yet: a cut waits for them
 }
 
-func (s *segmenter) add(e *Event) {
-	if s.err != nil {
-		return
-	}
+func (s *segmenter) add(e *Event) error {
 	s.end = max(s.end, e.AtNs)
 	switch e.Type {
 	case TypeInvoke:
 		if len(s.ops)-s.carried >= s.minOps && s.openOther == 0 && len(s.held) == 0 &&
-			s.maxCall < e.AtNs && s.maxDone < e.AtNs {
-			s.flush(e.AtNs)
+			s.maxCall < e.AtNs && s.maxDone < e.AtNs && s.openCarried == 0 && s.fresh(e.AtNs) {
+			if err := s.flush(e.AtNs); err != nil {
+				return err
+			}
 		}
-		if e.AtNs < s.start || e.ID <= s.maxID || (e.Acq != 0 && e.Acq <= s.closedID && !s.carriedID[e.Acq]) {
-			s.err = ErrUnsegmentable
-			return
+		if e.AtNs < s.start || e.ID >= maxDense || s.seen.has(e.ID) || s.closed.has(e.Acq) {
+			return ErrUnsegmentable
 		}
+		s.seen.set(e.ID)
 		s.open[e.ID] = len(s.ops)
 		s.ops = append(s.ops, Operation{
 			ID: e.ID, Op: e.Op, Client: e.Client, Lock: e.Lock, Acq: e.Acq,
 			Call: e.AtNs, Sent: e.AtNs, Return: Never, Done: Never, Status: TypeInfo, Fence: e.Fence, Value: e.Value,
 		})
-		s.maxCall, s.maxID = max(s.maxCall, e.AtNs), max(s.maxID, e.ID)
+		s.maxCall = max(s.maxCall, e.AtNs)
 		if e.Op != OpAcquire {
 			s.openOther++
 		}
 	case TypeOk, TypeFail, TypeInfo:
 		j, ok := s.open[e.ID]
 		if !ok {
-			return // a completion without an invocation (or a second one) is ignored, as ReadRun does
+			return nil // a completion without an invocation (or a second one) is ignored, as ReadRun does
 		}
 		delete(s.open, e.ID)
 		o := &s.ops[j]
-		if j < s.carried && e.AtNs < s.start {
-			s.err = ErrUnsegmentable // a carried acquire answered before the cut it was carried over
-			return
+		if j < s.carried {
+			if e.AtNs < s.start {
+				return ErrUnsegmentable // a carried acquire answered before the cut it was carried over
+			}
+			s.openCarried--
 		}
 		complete(o, e)
 		s.maxDone = max(s.maxDone, e.AtNs)
@@ -122,16 +129,38 @@ func (s *segmenter) add(e *Event) {
 			}
 		case e.Type == TypeOk:
 			s.held[o.ID] = true
+			s.lastGrant = o.Call
 		}
 	case TypeFault:
-		s.err = ErrUnsegmentable
+		return ErrUnsegmentable
 	}
+	return nil
+}
+
+// fresh reports whether every acquire still open, and the one granted last, were invoked less
+// than maxWait before t.
+func (s *segmenter) fresh(t int64) bool {
+	if s.maxWait == nil {
+		return true
+	}
+	if s.wait < 0 {
+		s.wait = s.maxWait(*s.meta)
+	}
+	if t-s.lastGrant >= s.wait {
+		return false
+	}
+	for _, j := range s.open {
+		if t-s.ops[j].Call >= s.wait {
+			return false
+		}
+	}
+	return true
 }
 
 // flush hands over the segment read so far, cut at cut; the acquires still open go on into the
 // next one.
-func (s *segmenter) flush(cut int64) {
-	seg := &Segment{Carried: s.carried, Start: s.start, Cut: cut}
+func (s *segmenter) flush(cut int64) error {
+	seg := &Segment{Carried: s.carried, Start: s.start, Cut: cut, Meta: *s.meta, End: s.end}
 	var next []Operation
 	if cut != Never {
 		for _, o := range s.ops {
@@ -141,29 +170,29 @@ func (s *segmenter) flush(cut int64) {
 		}
 		slices.SortStableFunc(next, func(x, y Operation) int { return compareCall(&x, &y) })
 		seg.Ops = slices.DeleteFunc(s.ops, func(o Operation) bool { _, open := s.open[o.ID]; return open })
-		for _, o := range next {
-			seg.Waiting = append(seg.Waiting, o.Call)
-		}
+		seg.Waiting = slices.Clone(next)
 	} else {
 		seg.Ops = s.ops
+	}
+	for i := range seg.Ops {
+		s.closed.set(seg.Ops[i].ID)
 	}
 	byCall := func(x, y Operation) int { return compareCall(&x, &y) }
 	if !slices.IsSortedFunc(seg.Ops[seg.Carried:], byCall) {
 		slices.SortStableFunc(seg.Ops[seg.Carried:], byCall)
 	}
 	if err := s.fn(seg); err != nil {
-		s.err = err
-		return
+		return err
 	}
-	s.ops, s.carried, s.start = next, len(next), cut
+	// The next segment's buffer is sized for it: growing it by appends copies it over and over.
+	s.ops = append(make([]Operation, 0, s.minOps+s.minOps/4+len(next)), next...)
+	s.carried, s.openCarried, s.start = len(next), len(next), cut
 	clear(s.open)
-	clear(s.carriedID)
 	for i := range s.ops {
 		s.open[s.ops[i].ID] = i
-		s.carriedID[s.ops[i].ID] = true
 	}
-	s.closedID = s.maxID
 	s.maxCall, s.maxDone = 0, 0
+	return nil
 }
 
 func compareCall(x, y *Operation) int {
@@ -174,4 +203,18 @@ func compareCall(x, y *Operation) int {
 		return 1
 	}
 	return 0
+}
+
+// bitset is a set of positive ids below maxDense.
+type bitset []uint64
+
+func (b *bitset) set(id int64) {
+	for int64(len(*b))*64 <= id {
+		*b = append(*b, make([]uint64, max(len(*b), 1024))...)
+	}
+	(*b)[id/64] |= 1 << (id % 64)
+}
+
+func (b bitset) has(id int64) bool {
+	return id > 0 && id < int64(len(b))*64 && b[id/64]&(1<<(id%64)) != 0
 }

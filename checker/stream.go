@@ -1,0 +1,401 @@
+package checker
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// A long history is checked in segments, never all in memory (issue 19):
+//
+//	file ──ReadSegments──> segments ──workers (GOMAXPROCS)──> parts ──merge, in order──> Outcome
+//
+// history.ReadSegments cuts the history where no acquisition is held, carrying the acquires still
+// waiting into the next segment. Each worker checks one segment as CheckRun checks a history —
+// exclusion, the porcupine checks from the state the previous segment ended in (cut.go), counts —
+// and the merger runs the sweeps that go through the whole run in order (illegal grants, lost
+// updates, fences, stalls) from the state the previous segment left. A segment's windows all end
+// before the cut and the next one's start after it, so no overlap is split by a cut.
+//
+// The segmented check covers a run that is clean: one lock, no fault lines, no violation, no
+// stall that makes it stuck, no porcupine timeout, every cut's state certain. Anything else stops
+// it, and the history is read and checked whole as before: what it reports about violations is
+// CheckRun's, to the letter.
+
+var (
+	// streamFrom is the size in bytes from which a history is checked in segments.
+	streamFrom int64 = 64 << 20
+	// segmentOps is the fewest operations of a segment.
+	segmentOps = 20_000
+)
+
+// errUnclean stops a segmented check that cannot decide as CheckRun would.
+var errUnclean = errors.New("checker: the history needs the whole check")
+
+// CheckReader checks the history r of size bytes: a history under 64 MB is read whole and
+// checked by CheckRun; a longer one is checked in segments as it is read (and read again whole
+// when the segmented check cannot decide, e.g. because it has a violation). It returns the run
+// the reports draw — the whole history, or for one checked in segments only its first segment,
+// with a warning that says so — and the outcome.
+func CheckReader(r io.ReadSeeker, size int64, opts Options) (*history.Run, *Outcome, error) {
+	if size >= streamFrom {
+		h, out, err := checkSegments(r, opts, segmentOps)
+		if !errors.Is(err, errUnclean) && !errors.Is(err, history.ErrUnsegmentable) {
+			return h, out, err
+		}
+		if _, err := r.Seek(0, io.SeekStart); err != nil {
+			return nil, nil, fmt.Errorf("history: %w", err)
+		}
+	}
+	h, err := history.ReadRun(r, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, CheckRun(h, opts), nil
+}
+
+// segJob is one segment on its way through the workers.
+type segJob struct {
+	seg  *history.Segment
+	prev *segJob
+	exit chan segExit // the states at its cut, sent first
+	done chan *segPart
+}
+
+type segExit struct {
+	lock          lockExit
+	value         int64
+	lockOk, resOk bool
+}
+
+// segPart is what a worker found in one segment.
+type segPart struct {
+	r       *run
+	unclean bool
+	lock    string // the segment's lock name ("" if it has no acquire)
+	res     Result // counts of the segment
+	lat     []int64
+	writes  int
+	granted map[int]bool
+	resOps  []porcupine.Operation
+	stalls  []stallEvent
+	lockCk  Check
+	resCk   Check
+	lockLin *Linearization
+	resLin  *Linearization
+	ws      []window
+}
+
+func checkSegments(in io.Reader, opts Options, minOps int) (*history.Run, *Outcome, error) {
+	began := time.Now()
+	workers := runtime.GOMAXPROCS(0)
+	jobs := make(chan *segJob)
+	order := make(chan *segJob, workers) // bounds the segments in flight
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				p := checkSegment(j, opts, &stop)
+				j.seg, j.prev = nil, nil // the next job holds this one: let its segment go
+				j.done <- p
+			}
+		}()
+	}
+	m := merger{opts: opts}
+	merged := make(chan struct{})
+	go func() {
+		defer close(merged)
+		for j := range order {
+			p := <-j.done
+			if !stop.Load() && !m.add(p) {
+				stop.Store(true)
+			}
+		}
+	}()
+	var prev *segJob
+	maxWait := func(meta history.Meta) int64 {
+		// A waiter must be granted before a lease from the cut ends (waitersFit): half of one
+		// leaves it time.
+		if t := (&run{meta: meta, opts: opts.withDefaults(meta)}).ttl(&history.Operation{}); t > 0 {
+			return t / 2
+		}
+		return history.Never
+	}
+	h, err := history.ReadSegments(in, minOps, maxWait, func(seg *history.Segment) error {
+		if stop.Load() {
+			return errUnclean
+		}
+		j := &segJob{seg: seg, prev: prev, exit: make(chan segExit, 1), done: make(chan *segPart, 1)}
+		prev = j
+		order <- j
+		jobs <- j
+		return nil
+	})
+	close(jobs)
+	close(order)
+	<-merged
+	wg.Wait()
+	if err != nil {
+		return nil, nil, err
+	}
+	if stop.Load() {
+		return nil, nil, errUnclean
+	}
+	return m.finish(h, began)
+}
+
+// checkSegment checks one segment; the sweeps through the whole run are left to the merger.
+func checkSegment(j *segJob, opts Options, stop *atomic.Bool) *segPart {
+	seg := j.seg
+	r := newRun(&history.Run{Meta: seg.Meta, Ops: seg.Ops, End: seg.End}, opts)
+	p := &segPart{r: r, granted: map[int]bool{}}
+	// The states at the cut, which the next segment waits for: computed first, and without
+	// waiting for the previous segment's unless this one has no resource operation.
+	ex := segExit{}
+	ex.lock, ex.lockOk = r.lockExit(seg.Cut)
+	resOps := r.resourceOps()
+	if len(resOps) > 0 {
+		ex.value, ex.resOk = resourceExit(resOps, seg.Cut)
+		j.exit <- ex
+	}
+	var from *segExit
+	if j.prev != nil {
+		f := <-j.prev.exit
+		from = &f
+		first := int64(0)
+		if len(resOps) > 0 {
+			first = resOps[0].Call
+		}
+		init := porcupine.Operation{Input: resInput{kind: resInit, v: f.value, read: -1, write: -1}, Call: first - 1, Return: first - 1}
+		resOps = append([]porcupine.Operation{init}, resOps...)
+	}
+	if len(resOps) == 0 || (from != nil && len(resOps) == 1) {
+		ex.value, ex.resOk = 0, true
+		if from != nil {
+			ex.value, ex.resOk = from.value, from.resOk
+		}
+		j.exit <- ex
+	}
+
+	p.unclean = len(r.warnings) > 0 || stop.Load() ||
+		(from != nil && (!from.lockOk || !from.resOk || !r.waitersFit(seg.Carried, from.lock)))
+	for i := range r.ops {
+		o := &r.ops[i]
+		if o.Acq != 0 {
+			if _, ok := r.acquireOf(o); !ok {
+				p.unclean = true // it may be an acquire of another segment
+			}
+		}
+		if o.Op == history.OpAcquire {
+			if p.lock != "" && o.Lock != p.lock {
+				p.unclean = true
+			}
+			p.lock = o.Lock
+		}
+	}
+	if p.unclean {
+		return p
+	}
+	if from != nil {
+		r.lockFrom = &from.lock
+	}
+	verbose := j.prev == nil && !opts.SkipVisualization
+	h, parts := r.lockHistory()
+	r.lockOps, r.lockParts = h, parts
+	p.lockCk, p.lockLin = r.linearize(lockModel(parts), h, func(in any) int { return in.(lockInput).part }, verbose)
+	rh, rparts := segment(resOps)
+	p.resCk, p.resLin = r.linearize(resourceModel(rparts), rh, func(in any) int { return in.(resInput).part }, verbose)
+	p.ws = r.windows()
+	if p.lockCk.Result != string(porcupine.Ok) || p.resCk.Result != string(porcupine.Ok) || len(r.exclusion(p.ws)) > 0 {
+		p.unclean = true
+		return p
+	}
+	if j.prev != nil {
+		p.lockLin, p.resLin, p.ws = nil, nil, nil // only the first segment is drawn
+	}
+	p.lat, p.writes = r.tally(&p.res)
+	r.evidenceCounts(&p.res, func(int64, int) bool { return false }, p.granted)
+	for i := range r.ops {
+		if w := &r.ops[i]; w.Op == history.OpWrite && w.Ok() {
+			if j, ok := r.acquireOf(w); ok && expiredWrite(&r.ops[j], w) {
+				p.res.ExpiredWrites++
+			}
+		}
+	}
+	p.resOps = resOps
+	p.stalls = r.stallEvents(seg.Start, seg.Waiting)
+	return p
+}
+
+// merger puts the segments' parts together, in order.
+type merger struct {
+	opts    Options
+	n       int
+	first   *segPart
+	lock    string
+	res     Result
+	lat     []int64
+	writes  int
+	ops     int
+	granted map[int]bool
+	grants  grantCarry
+	lost    lostCarry
+	fences  fenceCarry
+	sweep   stallSweep
+	longest time.Duration
+	lockMs  float64
+	resMs   float64
+	last    *run
+}
+
+// add merges the next part, and reports whether the run is still clean.
+func (m *merger) add(p *segPart) bool {
+	if p.unclean {
+		return false
+	}
+	if m.n == 0 {
+		m.first, m.granted = p, map[int]bool{}
+		m.sweep.start()
+	}
+	m.n++
+	if p.lock != "" {
+		if m.lock != "" && p.lock != m.lock {
+			return false
+		}
+		m.lock = p.lock
+	}
+	r := p.r
+	var g []grant
+	g, m.grants = r.grantsFrom(m.grants)
+	m.lost, _ = r.lostFrom(p.resOps, m.lost)
+	m.fences, _ = r.fencesFrom(m.fences)
+	if len(g) > 0 || m.lost.lost || m.fences.regressions > 0 {
+		return false
+	}
+	m.sweep.feed(p.stalls)
+	if !m.stalls(r, m.sweep.take()) {
+		return false
+	}
+	c := &m.res
+	c.AcquiresOk += p.res.AcquiresOk
+	c.AcquiresFailed += p.res.AcquiresFailed
+	c.StaleWritesRejected += p.res.StaleWritesRejected
+	c.WritesOk += p.res.WritesOk
+	c.WritesRejected += p.res.WritesRejected
+	c.ExpiredWrites += p.res.ExpiredWrites
+	m.lat = append(m.lat, p.lat...)
+	m.writes += p.writes
+	m.ops += len(r.ops)
+	for k := range p.granted {
+		m.granted[k] = true
+	}
+	m.lockMs += p.lockCk.Ms
+	m.resMs += p.resCk.Ms
+	m.last = r
+	if p != m.first {
+		p.r, p.resOps, p.stalls = nil, nil, nil
+	}
+	return true
+}
+
+// stalls takes the longest of stalls and reports whether none makes the run stuck.
+func (m *merger) stalls(r *run, stalls []stall) bool {
+	longest, stuck := r.stallPieces(stalls)
+	m.longest = max(m.longest, longest)
+	return stuck == nil
+}
+
+// finish makes the outcome of a clean run, as CheckRun would.
+func (m *merger) finish(h *history.Run, began time.Time) (*history.Run, *Outcome, error) {
+	if m.first == nil {
+		return nil, nil, errUnclean
+	}
+	m.last.end = h.End
+	if !m.stalls(m.last, m.sweep.finish(h.End)) {
+		return nil, nil, errUnclean
+	}
+	r := &run{meta: h.Meta, opts: m.opts.withDefaults(h.Meta), end: h.End}
+	out := &Outcome{}
+	res := &out.Result
+	res.Algorithm, res.Scenario, res.Backend, res.Seed = h.Meta.Algorithm, h.Meta.Scenario, h.Meta.Backend, h.Meta.Seed
+	if h.Meta.Expected != "" {
+		e := h.Meta.Expected
+		res.Expected = &e
+	}
+	res.Warnings = append(res.Warnings, h.Warnings...)
+	c := &m.res
+	res.AcquiresOk, res.AcquiresFailed, res.StaleWritesRejected = c.AcquiresOk, c.AcquiresFailed, c.StaleWritesRejected
+	finishCounts(res, m.lat, m.writes, m.ops, h.End)
+	res.LockCheck = Check{Result: string(porcupine.Ok), Ms: m.lockMs}
+	res.ResourceCheck = Check{Result: string(porcupine.Ok), Ms: m.resMs}
+	res.LostUpdates = m.lost.count()
+	res.ExpiredWrites = c.ExpiredWrites
+	res.LongestStallMs = ms(int64(m.longest))
+	res.WritesOk, res.WritesRejected = c.WritesOk, c.WritesRejected
+	evidence := r.evidence(res, nil, m.granted)
+	res.Evidence = evidence
+	switch {
+	case res.AcquiresOk == 0:
+		res.Verdict = Unknown
+		res.Warnings = append(res.Warnings, "no acquire succeeded: too few operations to judge")
+		if res.Evidence == EvidenceOK {
+			res.Evidence = "no acquire succeeded"
+		}
+	case evidence != EvidenceOK:
+		res.Verdict = Unknown
+		res.Warnings = append(res.Warnings, "no evidence the run could have failed: "+evidence)
+	default:
+		res.Verdict = Safe
+	}
+	if res.Expected != nil {
+		ok := Matches(res, *res.Expected)
+		res.Matches = &ok
+	}
+	res.DecidedBy = decidedBy(res, nil)
+
+	// The first segment is what the reports draw, and porcupine's pages show.
+	f := m.first
+	total := func(lin *Linearization) int { return len(lin.ops) }
+	if !m.opts.SkipVisualization {
+		f.r.visualize(f.lockLin, &res.LockCheck, 0)
+		f.r.visualize(f.resLin, &res.ResourceCheck, 0)
+		if m.n > 1 {
+			for _, x := range []struct {
+				lin *Linearization
+				c   *Check
+			}{{f.lockLin, &res.LockCheck}, {f.resLin, &res.ResourceCheck}} {
+				if x.c.Visualized == "" {
+					x.c.Visualized = fmt.Sprintf("the check's operations 1–%d, its first segment (from the start)", total(x.lin))
+				} else {
+					x.c.Visualized += ", in its first segment"
+				}
+			}
+		}
+	}
+	for _, lin := range []*Linearization{f.lockLin, f.resLin} {
+		if lin != nil {
+			lin.ops = nil
+		}
+	}
+	out.Lock, out.Resource = f.lockLin, f.resLin
+	out.Analysis = Analysis{Holds: f.r.holds(f.ws), Leases: f.r.leases()}
+	res.CheckerMs = ms(int64(time.Since(began)))
+
+	drawn := &history.Run{Meta: h.Meta, Ops: f.r.ops, End: h.End, Warnings: h.Warnings}
+	if m.n > 1 {
+		drawn.Warnings = append(drawn.Warnings[:len(drawn.Warnings):len(drawn.Warnings)], fmt.Sprintf(
+			"the timelines and the latency histogram show the first %d of the run's %d operations: a history this long is checked in segments, never all in memory",
+			len(f.r.ops), m.ops))
+	}
+	return drawn, out, nil
+}
