@@ -279,45 +279,72 @@ func (r *run) lockHistoryOf(reduce bool, minChunk int) ([]porcupine.Operation, i
 		if !ok {
 			l = len(locks)
 			locks[lock] = l
-			byLock = append(byLock, nil)
+			var ops []porcupine.Operation
+			if l == 0 {
+				// Most histories have one lock: its operations are about half of all.
+				ops = make([]porcupine.Operation, 0, len(r.ops)/2+2)
+				if r.lockFrom != nil {
+					ops = append(ops, porcupine.Operation{}) // room for the state at the cut
+				}
+			}
+			byLock = append(byLock, ops)
 		}
 		in.lock = l
 		byLock[l] = append(byLock[l], porcupine.Operation{
 			ClientId: max(o.Client-1, 0), Input: in, Call: call,
-			Output: string(o.Status), Return: ret, Metadata: o.ID,
+			Output: statusOutput(o.Status), Return: ret, Metadata: o.ID,
 		})
 	}
-	if r.lockFrom != nil && len(byLock) == 1 {
-		// A segment of a long history: it starts in the state the previous one ended in.
-		ops := byLock[0]
+	if r.lockFrom != nil && len(byLock) > 0 {
+		// A segment of a long history: it starts in the state the previous one ended in (the
+		// checker only cuts histories of one lock).
+		ops := byLock[0][1:]
 		first := ops[0].Call
 		for _, o := range ops {
 			first = min(first, o.Call)
 		}
 		t := r.lockFrom.free
-		init := porcupine.Operation{ClientId: 0, Input: lockInput{kind: lockInit, call: t, ret: t},
+		byLock[0][0] = porcupine.Operation{ClientId: 0, Input: lockInput{kind: lockInit, call: t, ret: t},
 			Call: first - 1, Output: "ok", Return: first - 1, Metadata: int64(0)}
-		byLock[0] = append([]porcupine.Operation{init}, ops...)
 	}
-	var h []porcupine.Operation
-	parts := 0
+	var chunks [][]porcupine.Operation
+	n := 0
 	for _, ops := range byLock {
 		minSize := minChunk
 		if minSize <= 0 {
 			minSize = len(ops) + 1 // one partition per lock
 		}
 		for _, chunk := range lockChunks(ops, minSize) {
-			for _, o := range chunk {
-				in := o.Input.(lockInput)
-				in.part = parts
-				o.Input = in
-				h = append(h, o)
-			}
-			parts++
+			chunks = append(chunks, chunk)
+			n += len(chunk)
 		}
+	}
+	h := make([]porcupine.Operation, 0, n)
+	parts := 0
+	for _, chunk := range chunks {
+		for _, o := range chunk {
+			in := o.Input.(lockInput)
+			in.part = parts
+			o.Input = in
+			h = append(h, o)
+		}
+		parts++
 	}
 	return h, parts
 }
+
+// statusOutput is a completion type as porcupine's output, boxed once.
+func statusOutput(t history.Type) any {
+	switch t {
+	case history.TypeOk:
+		return outOk
+	case history.TypeInfo:
+		return outInfo
+	}
+	return string(t)
+}
+
+var outOk, outInfo any = string(history.TypeOk), string(history.TypeInfo)
 
 // lockChunks cuts the history of one lock into chunks porcupine can check independently, each of
 // at least minSize operations (but the last): like the resource check's segments, this turns the

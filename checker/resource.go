@@ -111,7 +111,7 @@ func staleRejected(o *history.Operation) bool {
 // resourceOps turns the accesses into model operations, in call order of their first access.
 func (r *run) resourceOps() []porcupine.Operation {
 	pending := map[int64]int{} // acquisition → index of its unpaired ok read
-	var h []porcupine.Operation
+	h := make([]porcupine.Operation, 0, len(r.ops)/4+1)
 	add := func(in resInput, call, ret int64, client int) {
 		h = append(h, porcupine.Operation{ClientId: max(client-1, 0), Input: in, Call: call, Return: ret, Output: nil})
 	}

@@ -49,7 +49,7 @@ type Segment struct {
 // uncertain.
 func ReadSegments(r io.Reader, minOps int, maxWait func(Meta) int64, fn func(*Segment) error) (*Run, error) {
 	var meta Meta
-	s := segmenter{meta: &meta, minOps: max(minOps, 1), maxWait: maxWait, wait: -1, fn: fn, open: map[int64]int{}, held: map[int64]bool{}}
+	s := segmenter{meta: &meta, minOps: max(minOps, 1), maxWait: maxWait, wait: -1, fn: fn}
 	var warnings []string
 	if err := scan(r, &meta, &warnings, s.add); err != nil {
 		return nil, err
@@ -69,13 +69,13 @@ type segmenter struct {
 	minOps    int
 	fn        func(*Segment) error
 	end       int64
-	ops       []Operation   // the segment being read
-	carried   int           // ops[:carried] came from the previous segment
-	start     int64         // the previous cut
-	open      map[int64]int // operation id → index in ops, until its completion
+	ops       []Operation // the segment being read
+	carried   int         // ops[:carried] came from the previous segment
+	start     int64       // the previous cut
+	open      idSet       // operation id → index in ops, until its completion
 	// The ids invoked so far, and those of the operations of earlier segments (not carried).
 	seen, closed bitset
-	held         map[int64]bool
+	held         idSet // acquisitions granted and not released
 	// Over the segment's operations: the latest invocation and completion, and how many of the
 	// open ones are not acquires.
 	maxCall, maxDone int64
@@ -87,7 +87,7 @@ func (s *segmenter) add(e *Event) error {
 	s.end = max(s.end, e.AtNs)
 	switch e.Type {
 	case TypeInvoke:
-		if len(s.ops)-s.carried >= s.minOps && s.openOther == 0 && len(s.held) == 0 &&
+		if len(s.ops)-s.carried >= s.minOps && s.openOther == 0 && s.held.len() == 0 &&
 			s.maxCall < e.AtNs && s.maxDone < e.AtNs && s.openCarried == 0 && s.fresh(e.AtNs) {
 			if err := s.flush(e.AtNs); err != nil {
 				return err
@@ -97,7 +97,7 @@ func (s *segmenter) add(e *Event) error {
 			return ErrUnsegmentable
 		}
 		s.seen.set(e.ID)
-		s.open[e.ID] = len(s.ops)
+		s.open.put(e.ID, len(s.ops))
 		s.ops = append(s.ops, Operation{
 			ID: e.ID, Op: e.Op, Client: e.Client, Lock: e.Lock, Acq: e.Acq,
 			Call: e.AtNs, Sent: e.AtNs, Return: Never, Done: Never, Status: TypeInfo, Fence: e.Fence, Value: e.Value,
@@ -107,11 +107,11 @@ func (s *segmenter) add(e *Event) error {
 			s.openOther++
 		}
 	case TypeOk, TypeFail, TypeInfo:
-		j, ok := s.open[e.ID]
+		j, ok := s.open.get(e.ID)
 		if !ok {
 			return nil // a completion without an invocation (or a second one) is ignored, as ReadRun does
 		}
-		delete(s.open, e.ID)
+		s.open.del(e.ID)
 		o := &s.ops[j]
 		if j < s.carried {
 			if e.AtNs < s.start {
@@ -125,10 +125,10 @@ func (s *segmenter) add(e *Event) error {
 		case o.Op != OpAcquire:
 			s.openOther--
 			if o.Op == OpRelease && e.Type != TypeInfo {
-				delete(s.held, o.Acq)
+				s.held.del(o.Acq)
 			}
 		case e.Type == TypeOk:
-			s.held[o.ID] = true
+			s.held.put(o.ID, 0)
 			s.lastGrant = o.Call
 		}
 	case TypeFault:
@@ -149,12 +149,7 @@ func (s *segmenter) fresh(t int64) bool {
 	if t-s.lastGrant >= s.wait {
 		return false
 	}
-	for _, j := range s.open {
-		if t-s.ops[j].Call >= s.wait {
-			return false
-		}
-	}
-	return true
+	return s.open.values(func(j int) bool { return t-s.ops[j].Call < s.wait })
 }
 
 // flush hands over the segment read so far, cut at cut; the acquires still open go on into the
@@ -164,12 +159,12 @@ func (s *segmenter) flush(cut int64) error {
 	var next []Operation
 	if cut != Never {
 		for _, o := range s.ops {
-			if _, open := s.open[o.ID]; open {
+			if _, open := s.open.get(o.ID); open {
 				next = append(next, o)
 			}
 		}
 		slices.SortStableFunc(next, func(x, y Operation) int { return compareCall(&x, &y) })
-		seg.Ops = slices.DeleteFunc(s.ops, func(o Operation) bool { _, open := s.open[o.ID]; return open })
+		seg.Ops = slices.DeleteFunc(s.ops, func(o Operation) bool { _, open := s.open.get(o.ID); return open })
 		seg.Waiting = slices.Clone(next)
 	} else {
 		seg.Ops = s.ops
@@ -187,9 +182,9 @@ func (s *segmenter) flush(cut int64) error {
 	// The next segment's buffer is sized for it: growing it by appends copies it over and over.
 	s.ops = append(make([]Operation, 0, s.minOps+s.minOps/4+len(next)), next...)
 	s.carried, s.openCarried, s.start = len(next), len(next), cut
-	clear(s.open)
+	s.open = idSet{}
 	for i := range s.ops {
-		s.open[s.ops[i].ID] = i
+		s.open.put(s.ops[i].ID, i)
 	}
 	s.maxCall, s.maxDone = 0, 0
 	return nil
@@ -217,4 +212,83 @@ func (b *bitset) set(id int64) {
 
 func (b bitset) has(id int64) bool {
 	return id > 0 && id < int64(len(b))*64 && b[id/64]&(1<<(id%64)) != 0
+}
+
+// idSet maps the ids of the operations in flight, usually a few, to an int: a slice searched
+// through while they are few, a map past that. (With one insert and one delete per operation, a
+// Go map spends its time rehashing its tombstones.)
+type idSet struct {
+	ids []int64
+	at  []int
+	m   map[int64]int
+}
+
+const idSetSmall = 64
+
+func (x *idSet) len() int { return len(x.ids) + len(x.m) }
+
+func (x *idSet) put(id int64, v int) {
+	if x.m != nil {
+		x.m[id] = v
+		return
+	}
+	for k, i := range x.ids {
+		if i == id {
+			x.at[k] = v
+			return
+		}
+	}
+	if len(x.ids) < idSetSmall {
+		x.ids, x.at = append(x.ids, id), append(x.at, v)
+		return
+	}
+	x.m = make(map[int64]int, 2*idSetSmall)
+	for k, i := range x.ids {
+		x.m[i] = x.at[k]
+	}
+	x.m[id] = v
+	x.ids, x.at = nil, nil
+}
+
+func (x *idSet) get(id int64) (int, bool) {
+	if x.m != nil {
+		v, ok := x.m[id]
+		return v, ok
+	}
+	for k, i := range x.ids {
+		if i == id {
+			return x.at[k], true
+		}
+	}
+	return 0, false
+}
+
+func (x *idSet) del(id int64) {
+	if x.m != nil {
+		delete(x.m, id)
+		return
+	}
+	for k, i := range x.ids {
+		if i == id {
+			n := len(x.ids) - 1
+			x.ids[k], x.at[k] = x.ids[n], x.at[n]
+			x.ids, x.at = x.ids[:n], x.at[:n]
+			return
+		}
+	}
+}
+
+// values calls fn with each value.
+func (x *idSet) values(fn func(int) bool) bool {
+	for _, v := range x.at {
+		if !fn(v) {
+			return false
+		}
+	}
+	for _, v := range x.m {
+		if !fn(v) {
+			return false
+		}
+	}
+	return true
 }

@@ -5,7 +5,6 @@ package histgen
 
 import (
 	"bufio"
-	"container/heap"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -74,11 +73,11 @@ func generate(cfg Config, out func(e *history.Event)) {
 			q.e.Value = nil
 			q.hasV = true
 		}
-		heap.Push(&pending, q)
+		pending.push(q)
 	}
 	release := func(before int64) {
 		for len(pending.q) > 0 && pending.q[0].e.AtNs < before {
-			q := heap.Pop(&pending).(queued)
+			q := pending.pop()
 			if q.hasV {
 				q.e.Value = &q.v
 			}
@@ -212,21 +211,48 @@ type queued struct {
 	seq  int64 // generation order, which orders events at one instant
 }
 
-// timeHeap orders queued events by time.
+// timeHeap orders queued events by time. It holds only the events of the clients waiting for the
+// lock, a few dozen: a typed heap, without container/heap's boxing of each one.
 type timeHeap struct {
 	q   []queued
 	seq int64
 }
 
-func (h *timeHeap) Len() int { return len(h.q) }
-func (h *timeHeap) Less(i, j int) bool {
+func (h *timeHeap) less(i, j int) bool {
 	a, b := &h.q[i], &h.q[j]
 	return a.e.AtNs < b.e.AtNs || a.e.AtNs == b.e.AtNs && a.seq < b.seq
 }
-func (h *timeHeap) Swap(i, j int) { h.q[i], h.q[j] = h.q[j], h.q[i] }
-func (h *timeHeap) Push(x any)    { h.q = append(h.q, x.(queued)) }
-func (h *timeHeap) Pop() any {
-	x := h.q[len(h.q)-1]
-	h.q = h.q[:len(h.q)-1]
+
+func (h *timeHeap) push(x queued) {
+	h.q = append(h.q, x)
+	for i := len(h.q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h.q[i], h.q[p] = h.q[p], h.q[i]
+		i = p
+	}
+}
+
+func (h *timeHeap) pop() queued {
+	x := h.q[0]
+	n := len(h.q) - 1
+	h.q[0] = h.q[n]
+	h.q = h.q[:n]
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && h.less(c+1, c) {
+			c++
+		}
+		if !h.less(c, i) {
+			break
+		}
+		h.q[i], h.q[c] = h.q[c], h.q[i]
+		i = c
+	}
 	return x
 }
