@@ -63,28 +63,7 @@ func CheckRun(h *history.Run, opts Options) *Outcome {
 	res.LostUpdates = lost
 	lostProven := resRes.Result == string(porcupine.Illegal)
 
-	var vs []Violation
-	illegal := make(map[int]bool, len(grants))
-	causeOf := make(map[int]string, len(grants)) // illegally granted acquire → what let it happen
-	for k, g := range grants {
-		illegal[g.b] = true
-		a, b := &r.ops[g.a], &r.ops[g.b]
-		until := "never expires"
-		if g.until != history.Never {
-			until = fmt.Sprintf("could not have expired before %.3fms", ms(g.until))
-		}
-		// Finding a cause scans the history; past the first grants (a long broken run has
-		// thousands) the scans would make the check quadratic, and the report shows the first.
-		cause := "cause not searched (only the first grants' are)"
-		if k < maxCauses {
-			cause = r.serviceCause(a, b)
-		}
-		causeOf[g.b] = cause
-		vs = append(vs, Violation{Kind: "service", Class: ServiceClass, AtMs: ms(b.Return), A: ref(a), B: ref(b),
-			Explanation: fmt.Sprintf("the lock service granted acq %d to client %d by %.3fms while acq %d of client %d held a lease that %s and had not been released",
-				b.ID, b.Client, ms(b.Return), a.ID, a.Client, until),
-			Cause: fmt.Sprintf("client %d granted at %s while client %d's lease ran to %s; %s", b.Client, fmtMs(b.Return), a.Client, fmtMs(g.until), cause)})
-	}
+	vs, illegal, causeOf := r.grantViolations(grants, 0)
 	located := true
 	if lockIllegal && len(grants) == 0 {
 		v := r.porcupineGrantViolation(lockLin)
@@ -95,38 +74,13 @@ func CheckRun(h *history.Run, opts Options) *Outcome {
 		}
 		vs = append(vs, v)
 	}
-	excl := r.excludedClass(overlaps, illegal, lockIllegal && !located)
-	for i, ov := range overlaps {
-		a, b := &r.ops[ov.a], &r.ops[ov.b]
-		v := Violation{Kind: "exclusion", Class: excl[i], AtMs: ms(ov.at), A: ref(a), B: ref(b)}
-		late := ""
-		if ov.aEnd >= 0 {
-			e := &r.ops[ov.aEnd]
-			late = fmt.Sprintf(" (its %s %d was invoked at %.3fms)", e.Op, e.ID, ms(e.Call))
-		}
-		if excl[i] == ServiceClass {
-			v.Explanation = fmt.Sprintf("client %d (acq %d) started holding at %.3fms while client %d (acq %d) was still using the resource%s; the lock service's grants were illegal",
-				b.Client, b.ID, ms(ov.at), a.Client, a.ID, late)
-			v.Cause = causeOf[ov.b]
-			if v.Cause == "" {
-				v.Cause = causeOf[ov.a]
-			}
-		} else {
-			v.Explanation = fmt.Sprintf("client %d (acq %d) started holding at %.3fms while client %d (acq %d) was still using the resource%s after its lease could have expired: the grant was legal, the old holder used an expired lease",
-				b.Client, b.ID, ms(ov.at), a.Client, a.ID, late)
-			v.Cause = r.clientCause(a, ov.aEnd)
-		}
-		vs = append(vs, v)
-	}
+	ovs, excl := r.overlapViolations(overlaps, illegal, causeOf, lockIllegal && !located)
+	vs = append(vs, ovs...)
 	if lostProven && lostV != nil {
 		lostV.Class = r.lostClass(lostV, overlaps, excl, lockIllegal)
 		vs = append(vs, *lostV)
 	} else if lostProven {
-		c := ClientClass
-		if lockIllegal || len(grants) > 0 {
-			c = ServiceClass
-		}
-		vs = append(vs, Violation{Kind: "lost-update", Class: c, Explanation: "porcupine found no order of atomic increments that explains the counter: an update was lost"})
+		vs = append(vs, lostUpdateViolation(unlocatedLostClass(lockIllegal || len(grants) > 0)))
 	}
 	var fenceV *Violation
 	res.FenceRegressions, fenceV = r.fenceRegressions()
@@ -213,6 +167,64 @@ func CheckRun(h *history.Run, opts Options) *Outcome {
 // maxCauses bounds how many illegal grants get their cause searched.
 const maxCauses = 64
 
+// grantViolations makes the violations of illegal grants, the first k0 of the run's grants having
+// been made before (in earlier segments): which acquires were granted illegally, and what let
+// each happen.
+func (r *run) grantViolations(grants []grant, k0 int) ([]Violation, map[int]bool, map[int]string) {
+	var vs []Violation
+	illegal := make(map[int]bool, len(grants))
+	causeOf := make(map[int]string, len(grants)) // illegally granted acquire → what let it happen
+	for k, g := range grants {
+		illegal[g.b] = true
+		a, b := &r.ops[g.a], &r.ops[g.b]
+		until := "never expires"
+		if g.until != history.Never {
+			until = fmt.Sprintf("could not have expired before %.3fms", ms(g.until))
+		}
+		// Finding a cause scans the history; past the first grants (a long broken run has
+		// thousands) the scans would make the check quadratic, and the report shows the first.
+		cause := "cause not searched (only the first grants' are)"
+		if k0+k < maxCauses {
+			cause = r.serviceCause(a, b)
+		}
+		causeOf[g.b] = cause
+		vs = append(vs, Violation{Kind: "service", Class: ServiceClass, AtMs: ms(b.Return), A: ref(a), B: ref(b),
+			Explanation: fmt.Sprintf("the lock service granted acq %d to client %d by %.3fms while acq %d of client %d held a lease that %s and had not been released",
+				b.ID, b.Client, ms(b.Return), a.ID, a.Client, until),
+			Cause: fmt.Sprintf("client %d granted at %s while client %d's lease ran to %s; %s", b.Client, fmtMs(b.Return), a.Client, fmtMs(g.until), cause)})
+	}
+	return vs, illegal, causeOf
+}
+
+// overlapViolations makes the violations of the overlapping holders, each with its class.
+func (r *run) overlapViolations(overlaps []overlap, illegal map[int]bool, causeOf map[int]string, unlocated bool) ([]Violation, []Class) {
+	var vs []Violation
+	excl := r.excludedClass(overlaps, illegal, unlocated)
+	for i, ov := range overlaps {
+		a, b := &r.ops[ov.a], &r.ops[ov.b]
+		v := Violation{Kind: "exclusion", Class: excl[i], AtMs: ms(ov.at), A: ref(a), B: ref(b)}
+		late := ""
+		if ov.aEnd >= 0 {
+			e := &r.ops[ov.aEnd]
+			late = fmt.Sprintf(" (its %s %d was invoked at %.3fms)", e.Op, e.ID, ms(e.Call))
+		}
+		if excl[i] == ServiceClass {
+			v.Explanation = fmt.Sprintf("client %d (acq %d) started holding at %.3fms while client %d (acq %d) was still using the resource%s; the lock service's grants were illegal",
+				b.Client, b.ID, ms(ov.at), a.Client, a.ID, late)
+			v.Cause = causeOf[ov.b]
+			if v.Cause == "" {
+				v.Cause = causeOf[ov.a]
+			}
+		} else {
+			v.Explanation = fmt.Sprintf("client %d (acq %d) started holding at %.3fms while client %d (acq %d) was still using the resource%s after its lease could have expired: the grant was legal, the old holder used an expired lease",
+				b.Client, b.ID, ms(ov.at), a.Client, a.ID, late)
+			v.Cause = r.clientCause(a, ov.aEnd)
+		}
+		vs = append(vs, v)
+	}
+	return vs, excl
+}
+
 // Matches reports whether a result meets an expectation: "safe", "unsafe", "stuck", "unknown",
 // "unsafe-service" / "unsafe-client", which also need a violation of that class among
 // ClassesSeen (the first violation's class alone is ViolationClass), or "unsafe-lost", which
@@ -254,14 +266,32 @@ func (r *run) excludedClass(overlaps []overlap, illegal map[int]bool, unlocated 
 
 // lostClass gives a lost update the class of the overlap its writes belong to.
 func (r *run) lostClass(v *Violation, overlaps []overlap, excl []Class, lockIllegal bool) Class {
+	if c, ok := r.overlapClass(v, overlaps, excl); ok {
+		return c
+	}
+	return unlocatedLostClass(lockIllegal)
+}
+
+// overlapClass is the class of the first overlap v's writes belong to, if one does.
+func (r *run) overlapClass(v *Violation, overlaps []overlap, excl []Class) (Class, bool) {
 	for i, ov := range overlaps {
 		ids := []int64{r.ops[ov.a].ID, r.ops[ov.b].ID}
 		if slices.Contains(ids, v.A.Acq) || slices.Contains(ids, v.B.Acq) {
-			return excl[i]
+			return excl[i], true
 		}
 	}
-	if lockIllegal {
+	return "", false
+}
+
+// unlocatedLostClass is the class of a lost update no overlap explains.
+func unlocatedLostClass(serviceFault bool) Class {
+	if serviceFault {
 		return ServiceClass
 	}
 	return ClientClass
+}
+
+// lostUpdateViolation is the violation of a lost update porcupine proved without one located.
+func lostUpdateViolation(c Class) Violation {
+	return Violation{Kind: "lost-update", Class: c, Explanation: "porcupine found no order of atomic increments that explains the counter: an update was lost"}
 }
