@@ -20,20 +20,27 @@ type lockExit struct {
 
 // lockExit returns the lock's state at the end of r, a segment whose operations all returned
 // before cut, and whether it is certain.
+//
+// Operations still open (Done == Never: the acquires waiting at the cut) are not the segment's.
 func (r *run) lockExit(cut int64) (lockExit, bool) {
-	released := map[int]bool{}
-	rels := map[int][]*history.Operation{}
+	// Per acquire (by index): its non-failed releases, how many, the earliest call, the last one.
+	nRel := make([]int32, len(r.ops))
+	firstRel := make([]int64, len(r.ops))
+	lastRel := make([]int32, len(r.ops))
 	for i := range r.ops {
 		o := &r.ops[i]
-		if o.Op != history.OpRelease || o.Status == history.TypeFail {
+		if o.Op != history.OpRelease || o.Status == history.TypeFail || o.Done == history.Never {
 			continue
 		}
 		j, ok := r.acquireOf(o)
 		if !ok || o.Status != history.TypeOk || o.Call < r.ops[j].Return {
 			return lockExit{}, false // an unknown release, or one called before its acquire returned
 		}
-		released[j] = true
-		rels[j] = append(rels[j], o)
+		if nRel[j] == 0 || o.Call < firstRel[j] {
+			firstRel[j] = o.Call
+		}
+		nRel[j]++
+		lastRel[j] = int32(i)
 	}
 	leaseEnd := func(a *history.Operation) int64 {
 		if t := r.ttl(a); t > 0 {
@@ -41,15 +48,15 @@ func (r *run) lockExit(cut int64) (lockExit, bool) {
 		}
 		return history.Never
 	}
-	var l *history.Operation
+	l := -1
 	var f1, other, maxRet int64 = -1, -1, -1
 	for i := range r.ops {
 		a := &r.ops[i]
-		if a.Op != history.OpAcquire || a.Status == history.TypeFail {
+		if a.Op != history.OpAcquire || a.Status == history.TypeFail || a.Done == history.Never {
 			continue
 		}
 		if !a.Ok() {
-			if released[i] {
+			if nRel[i] > 0 {
 				return lockExit{}, false // an acquire of unknown outcome that the lock check keeps
 			}
 			continue
@@ -58,28 +65,54 @@ func (r *run) lockExit(cut int64) (lockExit, bool) {
 			return lockExit{}, false
 		}
 		f := leaseEnd(a)
-		for _, rel := range rels[i] {
-			f = min(f, rel.Call)
+		if nRel[i] > 0 {
+			f = min(f, firstRel[i])
 		}
 		if f > f1 {
-			if l != nil {
-				other = max(other, l.Return)
+			if l >= 0 {
+				other = max(other, r.ops[l].Return)
 			}
-			f1, l = f, a
+			f1, l = f, i
 		} else {
 			other = max(other, a.Return)
 		}
 		maxRet = max(maxRet, a.Return)
 	}
-	if l == nil || other >= f1 {
+	if l < 0 || other >= f1 || nRel[l] != 1 {
 		return lockExit{}, false
 	}
-	j, _ := r.idx.get(l.ID)
-	rs := rels[j]
-	if len(rs) != 1 || rs[0].Call <= l.Return || rs[0].Call > leaseEnd(l) || rs[0].Return >= cut {
+	L, R := &r.ops[l], &r.ops[lastRel[l]]
+	if R.Call <= L.Return || R.Call > leaseEnd(L) || R.Return >= cut {
 		return lockExit{}, false
 	}
-	return lockExit{free: rs[0].Call, leaseEnd: leaseEnd(l), maxRet: maxRet}, true
+	return lockExit{free: R.Call, leaseEnd: leaseEnd(L), maxRet: maxRet}, true
+}
+
+// cuttable is the checker's word on a cut that history.ReadSegments proposes at t: only where
+// the lock's state is certain, and the acquires waiting there (still open in ops) are likely to
+// fit it (waitersFit, which the next segment checks once they are answered): invoked less than a
+// lease before, with half a lease left to be granted before the last holder's could end.
+func cuttable(opts Options) func(*history.Meta, []history.Operation, int64) bool {
+	return func(meta *history.Meta, ops []history.Operation, t int64) bool {
+		r := &run{meta: *meta, opts: opts.withDefaults(*meta), ops: ops, idx: newOpIndex(ops)}
+		ex, ok := r.lockExit(t)
+		if !ok {
+			return false
+		}
+		ttl := r.ttl(&history.Operation{})
+		if ttl == 0 {
+			return true
+		}
+		if ex.leaseEnd-t < ttl/2 {
+			return false
+		}
+		for i := range ops {
+			if w := &ops[i]; w.Done == history.Never && ex.maxRet >= w.Call+ttl {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // waitersFit reports whether the acquires carried into r from the previous segment, which ended
@@ -87,21 +120,26 @@ func (r *run) lockExit(cut int64) (lockExit, bool) {
 // never released, is not in the lock check), after every acquire of the previous segment in every
 // legal order, and not while its last holder held a valid lease.
 func (r *run) waitersFit(carried int, from lockExit) bool {
-	released := map[int64]bool{}
-	for i := range r.ops {
-		if o := &r.ops[i]; o.Op == history.OpRelease && o.Status != history.TypeFail {
-			released[o.Acq] = true
+	released := func(acq int64) bool {
+		for i := carried; i < len(r.ops); i++ {
+			if o := &r.ops[i]; o.Op == history.OpRelease && o.Status != history.TypeFail && o.Acq == acq {
+				return true
+			}
 		}
+		return false
 	}
 	for i := range r.ops[:carried] {
 		w := &r.ops[i]
 		switch {
 		case w.Op != history.OpAcquire:
 			return false
-		case w.Status == history.TypeFail, w.Status == history.TypeInfo && !released[w.ID]:
+		case w.Status == history.TypeFail:
 			continue
-		case !w.Ok():
-			return false
+		case w.Status == history.TypeInfo:
+			if released(w.ID) {
+				return false
+			}
+			continue
 		}
 		end := history.Never
 		if t := r.ttl(w); t > 0 {

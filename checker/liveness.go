@@ -79,7 +79,7 @@ type stallEvent struct {
 // invocations of acquires invoked before start (carried over from the previous segment, which
 // sweeps them) are left out; those of waiting, still open at the segment's cut, are added.
 func (r *run) stallEvents(start int64, waiting []history.Operation) []stallEvent {
-	var evs []stallEvent
+	evs := make([]stallEvent, 0, len(r.ops)/2+len(waiting))
 	for i := range r.ops {
 		o := &r.ops[i]
 		if o.Op != history.OpAcquire {

@@ -443,7 +443,7 @@ func lockChunks(ops []porcupine.Operation, minSize int) [][]porcupine.Operation 
 	var l *porcupine.Operation
 	allOk := true
 	reset := func() {
-		cur, cands, pending = nil, cands[:0], pending[:0]
+		cur, cands, pending = make([]porcupine.Operation, 0, minSize+minSize/4), cands[:0], pending[:0]
 		maxRet, maxAcqCall = -1, -1
 		f1, ret1, ret2, maxAcqRetP, r1id, l, allOk = -1, -1, -1, -1, 0, nil, true
 	}

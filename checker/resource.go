@@ -247,7 +247,7 @@ func (c lostCarry) count() int { return max(c.writes-int(c.cur), 0) }
 // update lost across the cut (against the carried write) sets lost without a violation.
 func (r *run) lostFrom(res []porcupine.Operation, c lostCarry) (lostCarry, *Violation) {
 	var first *Violation
-	var writes []porcupine.Operation
+	writes := make([]porcupine.Operation, 0, len(res)/2+1)
 	for _, o := range res {
 		in := o.Input.(resInput)
 		if (in.kind == resIncr || in.kind == resSet) && !in.unknown {

@@ -1,10 +1,13 @@
 package checker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,20 +80,21 @@ type segExit struct {
 
 // segPart is what a worker found in one segment.
 type segPart struct {
-	r       *run
-	unclean bool
-	lock    string // the segment's lock name ("" if it has no acquire)
-	res     Result // counts of the segment
-	lat     []int64
-	writes  int
-	granted map[int]bool
-	resOps  []porcupine.Operation
-	stalls  []stallEvent
-	lockCk  Check
-	resCk   Check
-	lockLin *Linearization
-	resLin  *Linearization
-	ws      []window
+	r        *run
+	unclean  bool
+	lock     string // the segment's lock name ("" if it has no acquire)
+	res      Result // counts of the segment
+	lat      []int64
+	writes   int
+	granted  map[int]bool
+	resOps   []porcupine.Operation
+	stalls   []stallEvent
+	overlaps []overlap
+	lockCk   Check
+	resCk    Check
+	lockLin  *Linearization
+	resLin   *Linearization
+	ws       []window
 }
 
 func checkSegments(in io.Reader, opts Options, minOps int) (*history.Run, *Outcome, error) {
@@ -123,15 +127,7 @@ func checkSegments(in io.Reader, opts Options, minOps int) (*history.Run, *Outco
 		}
 	}()
 	var prev *segJob
-	maxWait := func(meta history.Meta) int64 {
-		// A waiter must be granted before a lease from the cut ends (waitersFit): half of one
-		// leaves it time.
-		if t := (&run{meta: meta, opts: opts.withDefaults(meta)}).ttl(&history.Operation{}); t > 0 {
-			return t / 2
-		}
-		return history.Never
-	}
-	h, err := history.ReadSegments(in, minOps, maxWait, func(seg *history.Segment) error {
+	h, err := history.ReadSegments(in, minOps, cuttable(opts), func(seg *history.Segment) error {
 		if stop.Load() {
 			return errUnclean
 		}
@@ -216,12 +212,10 @@ func checkSegment(j *segJob, opts Options, stop *atomic.Bool) *segPart {
 	rh, rparts := segment(resOps)
 	p.resCk, p.resLin = r.linearize(resourceModel(rparts), rh, func(in any) int { return in.(resInput).part }, verbose)
 	p.ws = r.windows()
-	if p.lockCk.Result != string(porcupine.Ok) || p.resCk.Result != string(porcupine.Ok) || len(r.exclusion(p.ws)) > 0 {
-		p.unclean = true
+	p.overlaps = r.exclusion(p.ws)
+	if p.lockCk.Result == string(porcupine.Unknown) || p.resCk.Result == string(porcupine.Unknown) {
+		p.unclean = true // a timeout: the whole check says what it says
 		return p
-	}
-	if j.prev != nil {
-		p.lockLin, p.resLin, p.ws = nil, nil, nil // only the first segment is drawn
 	}
 	p.lat, p.writes = r.tally(&p.res)
 	r.evidenceCounts(&p.res, func(int64, int) bool { return false }, p.granted)
@@ -236,6 +230,10 @@ func checkSegment(j *segJob, opts Options, stop *atomic.Bool) *segPart {
 	p.stalls = r.stallEvents(seg.Start, seg.Waiting)
 	return p
 }
+
+// keptViolations is how many violations of a long run the analysis keeps (the earliest, in
+// whole segments); the counts and classes cover them all.
+const keptViolations = 1000
 
 // merger puts the segments' parts together, in order.
 type merger struct {
@@ -256,15 +254,28 @@ type merger struct {
 	lockMs  float64
 	resMs   float64
 	last    *run
+
+	// Violations: the earliest ones, every class's first (AtMs, then order found, as the sort
+	// of CheckRun breaks ties), the counts, and the segments that show the first of each kind.
+	vs                 []Violation
+	firstOf            map[Class][2]float64
+	found              int
+	nGrants, nOverlaps int
+	lockIllegal        bool
+	lostProven         bool
+	lostV, fenceV      *Violation
+	lostClass          *Class
+	vseg, lostSeg      *segPart
+	fenceSeg           *segPart
 }
 
-// add merges the next part, and reports whether the run is still clean.
+// add merges the next part, and reports whether the run can still be decided in segments.
 func (m *merger) add(p *segPart) bool {
 	if p.unclean {
 		return false
 	}
 	if m.n == 0 {
-		m.first, m.granted = p, map[int]bool{}
+		m.first, m.granted, m.firstOf = p, map[int]bool{}, map[Class][2]float64{}
 		m.sweep.start()
 	}
 	m.n++
@@ -277,15 +288,48 @@ func (m *merger) add(p *segPart) bool {
 	r := p.r
 	var g []grant
 	g, m.grants = r.grantsFrom(m.grants)
-	m.lost, _ = r.lostFrom(p.resOps, m.lost)
-	m.fences, _ = r.fencesFrom(m.fences)
-	if len(g) > 0 || m.lost.lost || m.fences.regressions > 0 {
-		return false
+	for _, x := range g {
+		if x.a < 0 {
+			return false // granted while the previous segment's last holder held: the whole check names it
+		}
 	}
+	lost, lostV := r.lostFrom(p.resOps, m.lost)
+	if lost.lost && !m.lost.lost && lostV == nil {
+		return false // lost against the previous segment's last write
+	}
+	m.lost = lost
+	var fenceV *Violation
+	m.fences, fenceV = r.fencesFrom(m.fences)
 	m.sweep.feed(p.stalls)
 	if !m.stalls(r, m.sweep.take()) {
 		return false
 	}
+	m.lockIllegal = m.lockIllegal || p.lockCk.Result == string(porcupine.Illegal)
+	m.lostProven = m.lostProven || p.resCk.Result == string(porcupine.Illegal)
+
+	vs, illegal, causeOf := r.grantViolations(g, m.nGrants)
+	ovs, excl := r.overlapViolations(p.overlaps, illegal, causeOf, false)
+	vs = append(vs, ovs...)
+	m.nGrants += len(g)
+	m.nOverlaps += len(p.overlaps)
+	m.note(vs)
+	if len(m.vs) < keptViolations {
+		m.vs = append(m.vs, vs...)
+	}
+	keep := false
+	if len(vs) > 0 && m.vseg == nil {
+		m.vseg, keep = p, true
+	}
+	if lostV != nil {
+		m.lostV, m.lostSeg, keep = lostV, p, true
+		if c, ok := r.overlapClass(lostV, p.overlaps, excl); ok {
+			m.lostClass = &c
+		}
+	}
+	if fenceV != nil {
+		m.fenceV, m.fenceSeg, keep = fenceV, p, true
+	}
+
 	c := &m.res
 	c.AcquiresOk += p.res.AcquiresOk
 	c.AcquiresFailed += p.res.AcquiresFailed
@@ -302,10 +346,22 @@ func (m *merger) add(p *segPart) bool {
 	m.lockMs += p.lockCk.Ms
 	m.resMs += p.resCk.Ms
 	m.last = r
-	if p != m.first {
-		p.r, p.resOps, p.stalls = nil, nil, nil
+	if p != m.first && !keep {
+		p.lockLin, p.resLin, p.ws = nil, nil, nil // only the segments drawn keep what is drawn
 	}
+	p.resOps, p.stalls, p.overlaps = nil, nil, nil
 	return true
+}
+
+// note records the first violation of each class, in the order CheckRun's sort puts them.
+func (m *merger) note(vs []Violation) {
+	for _, v := range vs {
+		k := [2]float64{v.AtMs, float64(m.found)}
+		m.found++
+		if f, ok := m.firstOf[v.Class]; !ok || k[0] < f[0] {
+			m.firstOf[v.Class] = k
+		}
+	}
 }
 
 // stalls takes the longest of stalls and reports whether none makes the run stuck.
@@ -315,10 +371,10 @@ func (m *merger) stalls(r *run, stalls []stall) bool {
 	return stuck == nil
 }
 
-// finish makes the outcome of a clean run, as CheckRun would.
+// finish makes the outcome, as CheckRun would.
 func (m *merger) finish(h *history.Run, began time.Time) (*history.Run, *Outcome, error) {
-	if m.first == nil {
-		return nil, nil, errUnclean
+	if m.first == nil || (m.lockIllegal && m.nGrants == 0) {
+		return nil, nil, errUnclean // an illegal grant only porcupine found: locating it needs the whole lock history
 	}
 	m.last.end = h.End
 	if !m.stalls(m.last, m.sweep.finish(h.End)) {
@@ -337,14 +393,56 @@ func (m *merger) finish(h *history.Run, began time.Time) (*history.Run, *Outcome
 	res.AcquiresOk, res.AcquiresFailed, res.StaleWritesRejected = c.AcquiresOk, c.AcquiresFailed, c.StaleWritesRejected
 	finishCounts(res, m.lat, m.writes, m.ops, h.End)
 	res.LockCheck = Check{Result: string(porcupine.Ok), Ms: m.lockMs}
+	if m.lockIllegal {
+		res.LockCheck.Result = string(porcupine.Illegal)
+	}
 	res.ResourceCheck = Check{Result: string(porcupine.Ok), Ms: m.resMs}
+	if m.lostProven {
+		res.ResourceCheck.Result = string(porcupine.Illegal)
+	}
+	res.ExclusionViolations, res.ServiceViolations = m.nOverlaps, m.nGrants
 	res.LostUpdates = m.lost.count()
+	res.FenceRegressions = m.fences.regressions
 	res.ExpiredWrites = c.ExpiredWrites
 	res.LongestStallMs = ms(int64(m.longest))
+
+	vs := m.vs
+	var last []Violation // found after every segment's: CheckRun appends them last
+	if m.lostProven && m.lostV != nil {
+		v := *m.lostV
+		v.Class = unlocatedLostClass(m.lockIllegal)
+		if m.lostClass != nil {
+			v.Class = *m.lostClass
+		}
+		last = append(last, v)
+	} else if m.lostProven {
+		last = append(last, lostUpdateViolation(unlocatedLostClass(m.lockIllegal || m.nGrants > 0)))
+	}
+	if m.fenceV != nil {
+		last = append(last, *m.fenceV)
+	}
+	m.note(last)
+	vs = append(vs, last...)
+	slices.SortStableFunc(vs, func(x, y Violation) int { return cmp.Compare(x.AtMs, y.AtMs) })
+	for cl := range m.firstOf {
+		res.ClassesSeen = append(res.ClassesSeen, cl)
+	}
+	slices.SortFunc(res.ClassesSeen, func(x, y Class) int {
+		fx, fy := m.firstOf[x], m.firstOf[y]
+		return cmp.Or(cmp.Compare(fx[0], fy[0]), cmp.Compare(fx[1], fy[1]))
+	})
+
 	res.WritesOk, res.WritesRejected = c.WritesOk, c.WritesRejected
 	evidence := r.evidence(res, nil, m.granted)
 	res.Evidence = evidence
 	switch {
+	case len(vs) > 0:
+		res.Verdict = Unsafe
+		first := vs[0]
+		res.FirstViolation = &first
+		cl := first.Class
+		res.ViolationClass = &cl
+		res.Evidence = EvidenceOK // the violation is its own evidence
 	case res.AcquiresOk == 0:
 		res.Verdict = Unknown
 		res.Warnings = append(res.Warnings, "no acquire succeeded: too few operations to judge")
@@ -357,27 +455,52 @@ func (m *merger) finish(h *history.Run, began time.Time) (*history.Run, *Outcome
 	default:
 		res.Verdict = Safe
 	}
+	var at int64
+	if res.FirstViolation != nil {
+		t := res.FirstViolation.AtMs
+		res.TTDMs = &t
+		at = int64(t * float64(time.Millisecond))
+	}
 	if res.Expected != nil {
 		ok := Matches(res, *res.Expected)
 		res.Matches = &ok
 	}
-	res.DecidedBy = decidedBy(res, nil)
+	res.DecidedBy = decidedBy(res, vs)
 
-	// The first segment is what the reports draw, and porcupine's pages show.
+	// The segment of the first violation (else the first) is what the reports draw, and what
+	// porcupine's pages show.
 	f := m.first
-	total := func(lin *Linearization) int { return len(lin.ops) }
+	if res.FirstViolation != nil {
+		switch k := res.FirstViolation.Kind; {
+		case k == "lost-update" && m.lostSeg != nil && m.lostV != nil:
+			f = m.lostSeg
+		case k == "fence-regression":
+			f = m.fenceSeg
+		case k != "lost-update" && m.vseg != nil:
+			f = m.vseg
+		}
+	}
 	if !m.opts.SkipVisualization {
-		f.r.visualize(f.lockLin, &res.LockCheck, 0)
-		f.r.visualize(f.resLin, &res.ResourceCheck, 0)
-		if m.n > 1 {
-			for _, x := range []struct {
-				lin *Linearization
-				c   *Check
-			}{{f.lockLin, &res.LockCheck}, {f.resLin, &res.ResourceCheck}} {
+		for _, x := range []struct {
+			lin *Linearization
+			c   *Check
+		}{{f.lockLin, &res.LockCheck}, {f.resLin, &res.ResourceCheck}} {
+			switch {
+			case !reflect.ValueOf(x.lin.Info).IsZero():
+			case len(x.lin.ops) <= visualizeMax:
+				_, x.lin.Info = porcupine.CheckOperationsVerbose(x.lin.Model, x.lin.ops, m.opts.Timeout)
+			default:
+				f.r.visualize(x.lin, x.c, at)
+			}
+			if m.n > 1 {
+				what := "a segment of the run"
+				if f == m.first {
+					what = "the run's first segment"
+				}
 				if x.c.Visualized == "" {
-					x.c.Visualized = fmt.Sprintf("the check's operations 1–%d, its first segment (from the start)", total(x.lin))
+					x.c.Visualized = fmt.Sprintf("the %d operations checked in %s", len(x.lin.ops), what)
 				} else {
-					x.c.Visualized += ", in its first segment"
+					x.c.Visualized += ", in " + what
 				}
 			}
 		}
@@ -388,14 +511,18 @@ func (m *merger) finish(h *history.Run, began time.Time) (*history.Run, *Outcome
 		}
 	}
 	out.Lock, out.Resource = f.lockLin, f.resLin
-	out.Analysis = Analysis{Holds: f.r.holds(f.ws), Leases: f.r.leases()}
+	out.Analysis = Analysis{Holds: f.r.holds(f.ws), Leases: f.r.leases(), Violations: vs}
 	res.CheckerMs = ms(int64(time.Since(began)))
 
 	drawn := &history.Run{Meta: h.Meta, Ops: f.r.ops, End: h.End, Warnings: h.Warnings}
 	if m.n > 1 {
+		what := "first"
+		if f != m.first {
+			what = "first violation's"
+		}
 		drawn.Warnings = append(drawn.Warnings[:len(drawn.Warnings):len(drawn.Warnings)], fmt.Sprintf(
-			"the timelines and the latency histogram show the first %d of the run's %d operations: a history this long is checked in segments, never all in memory",
-			len(f.r.ops), m.ops))
+			"the timelines and the latency histogram show the %d operations of the run's %s segment (of %d): a history this long is checked in segments, never all in memory",
+			len(f.r.ops), what, m.ops))
 	}
 	return drawn, out, nil
 }

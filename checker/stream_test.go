@@ -76,9 +76,9 @@ func sameAsWhole(t *testing.T, h *history.History, minOps int) bool {
 	return segmented
 }
 
-// The segmented check decides exactly as CheckRun on generated histories of a correct lock, cut
-// into segments of many sizes, and hands every history with an injected violation to the whole
-// check with the same result.
+// The segmented check decides exactly as CheckRun on generated histories of a correct lock and on
+// ones with an injected violation of each class, cut into segments of many sizes (or hands them to
+// the whole check, with the same result).
 func TestSegmentedSameAsWhole(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	segmented := 0
@@ -102,16 +102,24 @@ func TestSegmentedSameAsWhole(t *testing.T) {
 	if segmented < n*2/3 {
 		t.Fatalf("only %d of %d histories were checked in segments", segmented, n)
 	}
+	injected := 0
 	for i := range 40 {
 		kind := []inject{injectClient, injectService}[i%2]
 		cfg := genConfig{Clients: 2 + rng.IntN(7), Ops: 200 + rng.IntN(3000), TTL: time.Duration(1+rng.IntN(5)) * time.Millisecond,
 			Seed: rng.Uint64(), Inject: kind, Noise: rng.IntN(2) == 0}
 		cfg.InjectAt = rng.IntN(cfg.Ops / 4)
+		if i%4 < 2 {
+			cfg.TTL = time.Second // short leases make most cuts uncertain: those go to the whole check
+		}
 		t.Run(fmt.Sprint("inject-", i), func(t *testing.T) {
 			if sameAsWhole(t, generate(cfg), []int{1, 16, 100}[i%3]) {
-				t.Fatalf("a history with a violation was decided in segments")
+				injected++
 			}
 		})
+	}
+	t.Logf("%d of 40 histories with a violation checked in segments", injected)
+	if injected < 15 {
+		t.Fatalf("only %d of 40 histories with a violation were checked in segments", injected)
 	}
 }
 

@@ -43,13 +43,12 @@ type Segment struct {
 // had its release answered (ok or fail). Acquires of unknown outcome do not hold a cut up: one
 // that anything later refers to makes the history unsegmentable.
 //
-// maxWait, if not nil, bounds how long before a cut (in ns, given the meta line) the acquires
-// carried over may have been invoked: a lock check can only go on from a cut whose waiters cannot
-// have been granted before the segment's last holder, which a long wait (past a lease) makes
-// uncertain.
-func ReadSegments(r io.Reader, minOps int, maxWait func(Meta) int64, fn func(*Segment) error) (*Run, error) {
+// cut, if not nil, has the last word on each cut that rule allows at t: ops are the segment's
+// operations so far, those still open (the waiting acquires) with Done == Never. A cut it refuses
+// is tried again when the segment has grown by an eighth.
+func ReadSegments(r io.Reader, minOps int, cut func(meta *Meta, ops []Operation, t int64) bool, fn func(*Segment) error) (*Run, error) {
 	var meta Meta
-	s := segmenter{meta: &meta, minOps: max(minOps, 1), maxWait: maxWait, wait: -1, fn: fn}
+	s := segmenter{meta: &meta, minOps: max(minOps, 1), next: max(minOps, 1), cut: cut, fn: fn}
 	var warnings []string
 	if err := scan(r, &meta, &warnings, s.add); err != nil {
 		return nil, err
@@ -62,17 +61,15 @@ func ReadSegments(r io.Reader, minOps int, maxWait func(Meta) int64, fn func(*Se
 
 type segmenter struct {
 	meta    *Meta
-	maxWait func(Meta) int64
-	wait    int64 // maxWait's answer, -1 before it is asked
-	// lastGrant is the invocation of the acquire granted last (in file order).
-	lastGrant int64
-	minOps    int
-	fn        func(*Segment) error
-	end       int64
-	ops       []Operation // the segment being read
-	carried   int         // ops[:carried] came from the previous segment
-	start     int64       // the previous cut
-	open      idSet       // operation id → index in ops, until its completion
+	cut     func(*Meta, []Operation, int64) bool
+	next    int // the size of the segment at which a cut is tried next
+	minOps  int
+	fn      func(*Segment) error
+	end     int64
+	ops     []Operation // the segment being read
+	carried int         // ops[:carried] came from the previous segment
+	start   int64       // the previous cut
+	open    idSet       // operation id → index in ops, until its completion
 	// The ids invoked so far, and those of the operations of earlier segments (not carried).
 	seen, closed bitset
 	held         idSet // acquisitions granted and not released
@@ -87,8 +84,8 @@ func (s *segmenter) add(e *Event) error {
 	s.end = max(s.end, e.AtNs)
 	switch e.Type {
 	case TypeInvoke:
-		if len(s.ops)-s.carried >= s.minOps && s.openOther == 0 && s.held.len() == 0 &&
-			s.maxCall < e.AtNs && s.maxDone < e.AtNs && s.openCarried == 0 && s.fresh(e.AtNs) {
+		if len(s.ops)-s.carried >= s.next && s.openOther == 0 && s.held.len() == 0 &&
+			s.maxCall < e.AtNs && s.maxDone < e.AtNs && s.openCarried == 0 && s.allowed(e.AtNs) {
 			if err := s.flush(e.AtNs); err != nil {
 				return err
 			}
@@ -129,7 +126,6 @@ func (s *segmenter) add(e *Event) error {
 			}
 		case e.Type == TypeOk:
 			s.held.put(o.ID, 0)
-			s.lastGrant = o.Call
 		}
 	case TypeFault:
 		return ErrUnsegmentable
@@ -137,19 +133,13 @@ func (s *segmenter) add(e *Event) error {
 	return nil
 }
 
-// fresh reports whether every acquire still open, and the one granted last, were invoked less
-// than maxWait before t.
-func (s *segmenter) fresh(t int64) bool {
-	if s.maxWait == nil {
+// allowed asks cut about a cut at t, and sets when to ask next.
+func (s *segmenter) allowed(t int64) bool {
+	if s.cut == nil || s.cut(s.meta, s.ops, t) {
 		return true
 	}
-	if s.wait < 0 {
-		s.wait = s.maxWait(*s.meta)
-	}
-	if t-s.lastGrant >= s.wait {
-		return false
-	}
-	return s.open.values(func(j int) bool { return t-s.ops[j].Call < s.wait })
+	s.next = len(s.ops) - s.carried + (len(s.ops)-s.carried)/8 + 1
+	return false
 }
 
 // flush hands over the segment read so far, cut at cut; the acquires still open go on into the
@@ -181,7 +171,7 @@ func (s *segmenter) flush(cut int64) error {
 	}
 	// The next segment's buffer is sized for it: growing it by appends copies it over and over.
 	s.ops = append(make([]Operation, 0, s.minOps+s.minOps/4+len(next)), next...)
-	s.carried, s.openCarried, s.start = len(next), len(next), cut
+	s.carried, s.openCarried, s.start, s.next = len(next), len(next), cut, s.minOps
 	s.open = idSet{}
 	for i := range s.ops {
 		s.open.put(s.ops[i].ID, i)
