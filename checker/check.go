@@ -28,14 +28,8 @@ func CheckHistory(h *history.History, opts Options) *Outcome { return CheckRun(h
 func CheckRun(h *history.Run, opts Options) *Outcome {
 	began := time.Now()
 	r := newRun(h, opts)
-	out := &Outcome{}
+	out := &Outcome{Result: newResult(h)}
 	res := &out.Result
-	res.Algorithm, res.Scenario, res.Backend, res.Seed = h.Meta.Algorithm, h.Meta.Scenario, h.Meta.Backend, h.Meta.Seed
-	if h.Meta.Expected != "" {
-		e := h.Meta.Expected
-		res.Expected = &e
-	}
-	res.Warnings = append(res.Warnings, h.Warnings...)
 	res.Warnings = append(res.Warnings, r.warnings...)
 	for _, f := range r.faults {
 		if f.Error != "" {
@@ -95,7 +89,6 @@ func CheckRun(h *history.Run, opts Options) *Outcome {
 		}
 	}
 	slices.SortStableFunc(vs, func(x, y Violation) int { return cmp.Compare(x.AtMs, y.AtMs) })
-	unsafe := len(vs) > 0
 	for _, v := range vs {
 		if !slices.Contains(res.ClassesSeen, v.Class) {
 			res.ClassesSeen = append(res.ClassesSeen, v.Class)
@@ -110,8 +103,46 @@ func CheckRun(h *history.Run, opts Options) *Outcome {
 	evidence := r.evidence(res, r.unfired, nil)
 	res.Evidence = evidence
 
+	timedOut := ""
+	if lockRes.Result == string(porcupine.Unknown) || resRes.Result == string(porcupine.Unknown) {
+		timedOut = fmt.Sprintf("a linearizability check timed out after %v: the verdict is unknown, not safe (raise the timeout)", r.opts.Timeout)
+	}
+	decide(res, vs, stuck, timedOut, evidence)
+	if !r.opts.SkipVisualization {
+		var at int64
+		if res.FirstViolation != nil {
+			at = int64(res.FirstViolation.AtMs * float64(time.Millisecond))
+		}
+		r.visualize(out.Lock, &res.LockCheck, at)
+		r.visualize(out.Resource, &res.ResourceCheck, at)
+	}
+	for _, lin := range []*Linearization{out.Lock, out.Resource} {
+		if lin != nil {
+			lin.ops = nil // what was checked is not needed past visualize, and is most of a long run's memory
+		}
+	}
+	out.Analysis = Analysis{Holds: r.holds(ws), Leases: r.leases(), Violations: vs, Danger: r.danger}
+	res.CheckerMs = ms(int64(time.Since(began)))
+	return out
+}
+
+// newResult starts the result of h: what ran, what was expected, what reading it tolerated.
+func newResult(h *history.Run) Result {
+	res := Result{Algorithm: h.Meta.Algorithm, Scenario: h.Meta.Scenario, Backend: h.Meta.Backend, Seed: h.Meta.Seed}
+	if h.Meta.Expected != "" {
+		e := h.Meta.Expected
+		res.Expected = &e
+	}
+	res.Warnings = append(res.Warnings, h.Warnings...)
+	return res
+}
+
+// decide gives res its verdict and what follows from it: vs are the safety violations in time
+// order, stuck the stall that makes the run stuck (nil if none), timedOut the warning of a
+// porcupine check that ran out of time ("" if none), evidence the evidence line.
+func decide(res *Result, vs []Violation, stuck *Violation, timedOut, evidence string) {
 	switch {
-	case unsafe:
+	case len(vs) > 0:
 		res.Verdict = Unsafe
 		first := vs[0]
 		res.FirstViolation = &first
@@ -122,9 +153,9 @@ func CheckRun(h *history.Run, opts Options) *Outcome {
 		res.Verdict = Stuck
 		res.FirstViolation = stuck
 		res.Evidence = EvidenceOK
-	case lockRes.Result == string(porcupine.Unknown) || resRes.Result == string(porcupine.Unknown):
+	case timedOut != "":
 		res.Verdict = Unknown
-		res.Warnings = append(res.Warnings, fmt.Sprintf("a linearizability check timed out after %v: the verdict is unknown, not safe (raise the timeout)", r.opts.Timeout))
+		res.Warnings = append(res.Warnings, timedOut)
 	case res.AcquiresOk == 0:
 		res.Verdict = Unknown
 		res.Warnings = append(res.Warnings, "no acquire succeeded: too few operations to judge")
@@ -146,22 +177,6 @@ func CheckRun(h *history.Run, opts Options) *Outcome {
 		res.Matches = &m
 	}
 	res.DecidedBy = decidedBy(res, vs)
-	if !r.opts.SkipVisualization {
-		var at int64
-		if res.FirstViolation != nil {
-			at = int64(res.FirstViolation.AtMs * float64(time.Millisecond))
-		}
-		r.visualize(out.Lock, &res.LockCheck, at)
-		r.visualize(out.Resource, &res.ResourceCheck, at)
-	}
-	for _, lin := range []*Linearization{out.Lock, out.Resource} {
-		if lin != nil {
-			lin.ops = nil // what was checked is not needed past visualize, and is most of a long run's memory
-		}
-	}
-	out.Analysis = Analysis{Holds: r.holds(ws), Leases: r.leases(), Violations: vs, Danger: r.danger}
-	res.CheckerMs = ms(int64(time.Since(began)))
-	return out
 }
 
 // maxCauses bounds how many illegal grants get their cause searched.

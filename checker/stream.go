@@ -381,14 +381,8 @@ func (m *merger) finish(h *history.Run, began time.Time) (*history.Run, *Outcome
 		return nil, nil, errUnclean
 	}
 	r := &run{meta: h.Meta, opts: m.opts.withDefaults(h.Meta), end: h.End}
-	out := &Outcome{}
+	out := &Outcome{Result: newResult(h)}
 	res := &out.Result
-	res.Algorithm, res.Scenario, res.Backend, res.Seed = h.Meta.Algorithm, h.Meta.Scenario, h.Meta.Backend, h.Meta.Seed
-	if h.Meta.Expected != "" {
-		e := h.Meta.Expected
-		res.Expected = &e
-	}
-	res.Warnings = append(res.Warnings, h.Warnings...)
 	c := &m.res
 	res.AcquiresOk, res.AcquiresFailed, res.StaleWritesRejected = c.AcquiresOk, c.AcquiresFailed, c.StaleWritesRejected
 	finishCounts(res, m.lat, m.writes, m.ops, h.End)
@@ -435,37 +429,11 @@ func (m *merger) finish(h *history.Run, began time.Time) (*history.Run, *Outcome
 	res.WritesOk, res.WritesRejected = c.WritesOk, c.WritesRejected
 	evidence := r.evidence(res, nil, m.granted)
 	res.Evidence = evidence
-	switch {
-	case len(vs) > 0:
-		res.Verdict = Unsafe
-		first := vs[0]
-		res.FirstViolation = &first
-		cl := first.Class
-		res.ViolationClass = &cl
-		res.Evidence = EvidenceOK // the violation is its own evidence
-	case res.AcquiresOk == 0:
-		res.Verdict = Unknown
-		res.Warnings = append(res.Warnings, "no acquire succeeded: too few operations to judge")
-		if res.Evidence == EvidenceOK {
-			res.Evidence = "no acquire succeeded"
-		}
-	case evidence != EvidenceOK:
-		res.Verdict = Unknown
-		res.Warnings = append(res.Warnings, "no evidence the run could have failed: "+evidence)
-	default:
-		res.Verdict = Safe
-	}
+	decide(res, vs, nil, "", evidence)
 	var at int64
 	if res.FirstViolation != nil {
-		t := res.FirstViolation.AtMs
-		res.TTDMs = &t
-		at = int64(t * float64(time.Millisecond))
+		at = int64(res.FirstViolation.AtMs * float64(time.Millisecond))
 	}
-	if res.Expected != nil {
-		ok := Matches(res, *res.Expected)
-		res.Matches = &ok
-	}
-	res.DecidedBy = decidedBy(res, vs)
 
 	// The segment of the first violation (else the first) is what the reports draw, and what
 	// porcupine's pages show.
