@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/lockchaos/lockchaos/history"
@@ -69,11 +70,10 @@ type lockState struct {
 	t      int64 // held: earliest expiry (Never = no TTL); free: earliest moment it became free
 }
 
-func lockStep(state, input, _ any) []any {
-	s, in := state.(lockState), input.(lockInput)
+// lockNext appends to out the states the model can be in after in from s.
+func lockNext(out []lockState, s lockState, in lockInput) []lockState {
 	switch in.kind {
 	case lockAcquire:
-		var out []any
 		if in.unknown {
 			out = append(out, s) // it may not have taken effect
 		}
@@ -85,35 +85,69 @@ func lockStep(state, input, _ any) []any {
 			}
 			out = append(out, lockState{holder: in.acq, t: exp})
 		}
-		return out
 	case lockRelease:
 		if s.holder != in.acq || in.acq == 0 {
-			return []any{s} // not the holder: a correct service ignores it
+			return append(out, s) // not the holder: a correct service ignores it
 		}
 		// The lock is free from the release's effect, or from the lease's expiry if that came
 		// first.
 		free := lockState{t: min(in.call, s.t)}
 		if in.unknown {
-			return []any{s, free}
+			return append(out, s, free)
 		}
-		return []any{free}
+		out = append(out, free)
 	case lockInit:
-		return []any{lockState{t: in.call}}
+		out = append(out, lockState{t: in.call})
 	}
-	return nil
+	return out
 }
 
-func lockHash(state any) uint64 {
-	s := state.(lockState)
+func lockHash(s lockState) uint64 {
 	return uint64(s.holder)*0x9e3779b97f4a7c15 ^ uint64(s.t)*0xbf58476d1ce4e5b9
 }
 
+// lockStates is the set of states the model may be in (unknown outcomes make it
+// nondeterministic), in the order they were reached: what porcupine's NondeterministicModel.ToModel
+// makes of a model with several next states, without boxing each state.
+type lockStates []lockState
+
+// lockModel is the lock model for porcupine, its history in parts partitions.
 func lockModel(parts int) porcupine.Model {
-	nm := porcupine.NondeterministicModel{
+	return porcupine.Model{
 		Partition: partitionBy(parts, func(in any) int { return in.(lockInput).part }),
-		Init:      func() []any { return []any{lockState{}} },
-		Step:      lockStep,
-		Hash:      lockHash,
+		Init:      func() any { return lockStates{{}} },
+		Step: func(state, input, _ any) (bool, any) {
+			in := input.(lockInput)
+			var next lockStates
+			for _, s := range state.(lockStates) {
+				var buf [2]lockState
+				for _, n := range lockNext(buf[:0], s, in) {
+					if !slices.Contains(next, n) {
+						next = append(next, n)
+					}
+				}
+			}
+			return len(next) > 0, next
+		},
+		Equal: func(a, b any) bool {
+			x, y := a.(lockStates), b.(lockStates)
+			if len(x) != len(y) {
+				return false
+			}
+			for _, s := range x {
+				if !slices.Contains(y, s) {
+					return false
+				}
+			}
+			return true
+		},
+		Hash: func(state any) uint64 {
+			var h uint64
+			for _, s := range state.(lockStates) {
+				h ^= lockHash(s) // a set: the order does not count
+			}
+			return h
+		},
 		DescribeOperation: func(input, output any) string {
 			in := input.(lockInput)
 			what := "acquire"
@@ -126,18 +160,20 @@ func lockModel(parts int) porcupine.Model {
 			return fmt.Sprintf("%s(acq %d) → %v", what, in.acq, output)
 		},
 		DescribeState: func(state any) string {
-			s := state.(lockState)
-			switch {
-			case s.holder == 0:
-				return "free"
-			case s.t == history.Never:
-				return fmt.Sprintf("held by acq %d", s.holder)
-			default:
-				return fmt.Sprintf("held by acq %d until ≥%.3fms", s.holder, ms(s.t))
+			var d []string
+			for _, s := range state.(lockStates) {
+				switch {
+				case s.holder == 0:
+					d = append(d, "free")
+				case s.t == history.Never:
+					d = append(d, fmt.Sprintf("held by acq %d", s.holder))
+				default:
+					d = append(d, fmt.Sprintf("held by acq %d until ≥%.3fms", s.holder, ms(s.t)))
+				}
 			}
+			return "{" + strings.Join(d, ", ") + "}"
 		},
 	}
-	return nm.ToModel()
 }
 
 // partitionBy returns a porcupine Partition function grouping operations by an index carried in
