@@ -182,17 +182,30 @@ func (r *run) clientCause(a *history.Operation, aEnd int) string {
 	} else if t := r.ttl(a); t > 0 && e.Call > a.Sent+t {
 		s += fmt.Sprintf(" came %s after its lease could have expired at %s", fmtDur(e.Call-a.Sent-t), fmtMs(a.Sent+t))
 	}
-	for i := range r.faults {
-		f := &r.faults[i]
-		if f.Error == "" && f.Start >= a.Return && f.Start <= e.Call && targetsClient(f.Target, a.Client) {
-			s += fmt.Sprintf(", after a %s from %s", f.Name, fmtMs(f.Start))
-			if f.End != history.Never {
-				s += fmt.Sprintf(" to %s", fmtMs(f.End))
-			}
-			break
-		}
+	if f := r.faultDuring(a.Client, a.Return, e.Call); f != nil {
+		s += fmt.Sprintf(", after a %s from %s", f.Name, fmtMs(f.Start))
+		s += faultEnd(f)
 	}
 	return s
+}
+
+// faultDuring returns the first fault that took effect, targets client and started in [from, to].
+func (r *run) faultDuring(client int, from, to int64) *history.FaultSpan {
+	for i := range r.faults {
+		f := &r.faults[i]
+		if f.Error == "" && f.Start >= from && f.Start <= to && targetsClient(f.Target, client) {
+			return f
+		}
+	}
+	return nil
+}
+
+// faultEnd says when f ended, for a cause ("" when it never did).
+func faultEnd(f *history.FaultSpan) string {
+	if f.End == history.Never {
+		return ""
+	}
+	return fmt.Sprintf(" to %s", fmtMs(f.End))
 }
 
 // expiredWrite reports whether write w (under acquire a) was invoked after a's own validity had

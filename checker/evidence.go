@@ -113,21 +113,14 @@ func (r *run) evidence(res *Result, unfired []history.UnfiredFault, granted map[
 		res.FaultsFired = append(res.FaultsFired, FiredFault{Fault: f.ID, Rule: f.Rule, Kind: f.Name, Point: f.Point,
 			Target: f.Target, AtMs: ms(f.Start), EndMs: end})
 	}
-	attacks := slices.DeleteFunc(slices.Clone(occ), func(o occurrence) bool { return o.setup })
+	attacks := attacksOf(occ)
 	res.DangerWindows = []Span{}
 	r.danger = r.danger[:0]
 	for _, o := range attacks {
 		res.DangerWindows = append(res.DangerWindows, Span{StartMs: ms(o.start), EndMs: ms(o.danger)})
 		r.danger = append(r.danger, [2]int64{o.start, o.danger})
 	}
-	inWindow := func(t int64, client int) bool {
-		for _, o := range attacks {
-			if t >= o.start && t < o.danger && (client == 0 || !slices.Contains(o.clients, client)) {
-				return true
-			}
-		}
-		return false
-	}
+	inWindow := inWindowOf(attacks)
 	if granted == nil {
 		granted = map[int]bool{}
 	}
@@ -186,6 +179,24 @@ func (r *run) plannedFaults(occ []occurrence, unfired []history.UnfiredFault) []
 		out = append(out, p)
 	}
 	return out
+}
+
+// attacksOf returns the occurrences that attacked the lock: all but the setup faults'.
+func attacksOf(occ []occurrence) []occurrence {
+	return slices.DeleteFunc(slices.Clone(occ), func(o occurrence) bool { return o.setup })
+}
+
+// inWindowOf reports whether time t falls in the danger window of one of attacks, for client (0:
+// any) other than the clients that attack targets.
+func inWindowOf(attacks []occurrence) func(t int64, client int) bool {
+	return func(t int64, client int) bool {
+		for _, o := range attacks {
+			if t >= o.start && t < o.danger && (client == 0 || !slices.Contains(o.clients, client)) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // evidenceCounts counts r's writes and grants, in the danger windows (inWindow) and in all, into

@@ -153,7 +153,7 @@ func checkSegments(in io.Reader, opts Options, minOps int) (*history.Run, *Outco
 // checkSegment checks one segment; the sweeps through the whole run are left to the merger.
 func checkSegment(j *segJob, opts Options, stop *atomic.Bool) *segPart {
 	seg := j.seg
-	r := newRun(&history.Run{Meta: seg.Meta, Ops: seg.Ops, End: seg.End}, opts)
+	r := newRun(&history.Run{Meta: seg.Meta, Ops: seg.Ops, Faults: seg.Faults, End: seg.End}, opts)
 	p := &segPart{r: r, granted: map[int]bool{}}
 	// The states at the cut, which the next segment waits for: computed first, and without
 	// waiting for the previous segment's unless this one has no resource operation.
@@ -218,7 +218,9 @@ func checkSegment(j *segJob, opts Options, stop *atomic.Bool) *segPart {
 		return p
 	}
 	p.lat, p.writes = r.tally(&p.res)
-	r.evidenceCounts(&p.res, func(int64, int) bool { return false }, p.granted)
+	// The faults that started before the cut are known, and a time in the segment is before both
+	// the cut and the end of any fault still going on there: the danger windows are exact for it.
+	r.evidenceCounts(&p.res, inWindowOf(attacksOf(r.occurrences())), p.granted)
 	for i := range r.ops {
 		if w := &r.ops[i]; w.Op == history.OpWrite && w.Ok() {
 			if j, ok := r.acquireOf(w); ok && expiredWrite(&r.ops[j], w) {
@@ -250,7 +252,6 @@ type merger struct {
 	lost    lostCarry
 	fences  fenceCarry
 	sweep   stallSweep
-	longest time.Duration
 	lockMs  float64
 	resMs   float64
 	last    *run
@@ -267,6 +268,18 @@ type merger struct {
 	lostClass          *Class
 	vseg, lostSeg      *segPart
 	fenceSeg           *segPart
+
+	// Faults: those still going on at some cut (with their error then), the kept violations whose cause waits for the end
+	// of one of them, and the stalls, cut by the faults at the end.
+	ongoing    map[int64]string // fault id → its error then
+	causeEnds  []causeEnd
+	stallSpans [][2]int64
+}
+
+// causeEnd is a kept violation (index in merger.vs) whose cause ends with a fault's end.
+type causeEnd struct {
+	v     int
+	fault int64
 }
 
 // add merges the next part, and reports whether the run can still be decided in segments.
@@ -275,7 +288,7 @@ func (m *merger) add(p *segPart) bool {
 		return false
 	}
 	if m.n == 0 {
-		m.first, m.granted, m.firstOf = p, map[int]bool{}, map[Class][2]float64{}
+		m.first, m.granted, m.firstOf, m.ongoing = p, map[int]bool{}, map[Class][2]float64{}, map[int64]string{}
 		m.sweep.start()
 	}
 	m.n++
@@ -300,15 +313,31 @@ func (m *merger) add(p *segPart) bool {
 	m.lost = lost
 	var fenceV *Violation
 	m.fences, fenceV = r.fencesFrom(m.fences)
+	// Stalls are cut by the faults (plus grace) only at the end, when every fault's end is known.
 	m.sweep.feed(p.stalls)
-	if !m.stalls(r, m.sweep.take()) {
-		return false
+	for _, st := range m.sweep.take() {
+		m.stallSpans = append(m.stallSpans, [2]int64{st.start, st.end})
+	}
+	for _, f := range r.faults {
+		if f.End == history.Never {
+			m.ongoing[f.ID] = f.Error
+		}
 	}
 	m.lockIllegal = m.lockIllegal || p.lockCk.Result == string(porcupine.Illegal)
 	m.lostProven = m.lostProven || p.resCk.Result == string(porcupine.Illegal)
 
 	vs, illegal, causeOf := r.grantViolations(g, m.nGrants)
 	ovs, excl := r.overlapViolations(p.overlaps, illegal, causeOf, false)
+	for i, ov := range p.overlaps {
+		// A client's cause names the fault that held it, and when that ended: if it had not
+		// ended by the cut, the end is added at the end.
+		if excl[i] == ClientClass && ov.aEnd >= 0 && len(m.vs) < keptViolations {
+			f := r.faultDuring(r.ops[ov.a].Client, r.ops[ov.a].Return, r.ops[ov.aEnd].Call)
+			if f != nil && f.End == history.Never {
+				m.causeEnds = append(m.causeEnds, causeEnd{v: len(m.vs) + len(vs) + i, fault: f.ID})
+			}
+		}
+	}
 	vs = append(vs, ovs...)
 	m.nGrants += len(g)
 	m.nOverlaps += len(p.overlaps)
@@ -336,6 +365,8 @@ func (m *merger) add(p *segPart) bool {
 	c.StaleWritesRejected += p.res.StaleWritesRejected
 	c.WritesOk += p.res.WritesOk
 	c.WritesRejected += p.res.WritesRejected
+	c.WritesInWindow += p.res.WritesInWindow
+	c.GrantsInWindow += p.res.GrantsInWindow
 	c.ExpiredWrites += p.res.ExpiredWrites
 	m.lat = append(m.lat, p.lat...)
 	m.writes += p.writes
@@ -364,23 +395,37 @@ func (m *merger) note(vs []Violation) {
 	}
 }
 
-// stalls takes the longest of stalls and reports whether none makes the run stuck.
-func (m *merger) stalls(r *run, stalls []stall) bool {
-	longest, stuck := r.stallPieces(stalls)
-	m.longest = max(m.longest, longest)
-	return stuck == nil
-}
-
 // finish makes the outcome, as CheckRun would.
 func (m *merger) finish(h *history.Run, began time.Time) (*history.Run, *Outcome, error) {
 	if m.first == nil || (m.lockIllegal && m.nGrants == 0) {
 		return nil, nil, errUnclean // an illegal grant only porcupine found: locating it needs the whole lock history
 	}
 	m.last.end = h.End
-	if !m.stalls(m.last, m.sweep.finish(h.End)) {
-		return nil, nil, errUnclean
+	for _, st := range m.sweep.finish(h.End) {
+		m.stallSpans = append(m.stallSpans, [2]int64{st.start, st.end})
 	}
-	r := &run{meta: h.Meta, opts: m.opts.withDefaults(h.Meta), end: h.End}
+	// The whole run without its operations: its faults, as they are at its end.
+	r := &run{meta: h.Meta, opts: m.opts.withDefaults(h.Meta), end: h.End, faults: h.Faults, unfired: h.Unfired}
+	byID := map[int64]*history.FaultSpan{}
+	for i := range r.faults {
+		byID[r.faults[i].ID] = &r.faults[i]
+	}
+	for id, e := range m.ongoing {
+		if f := byID[id]; f == nil || f.Error != e {
+			return nil, nil, errUnclean // it failed when it healed: the segments took it as a fault that took effect
+		}
+	}
+	for _, ce := range m.causeEnds {
+		m.vs[ce.v].Cause += faultEnd(byID[ce.fault])
+	}
+	stalls := make([]stall, len(m.stallSpans))
+	for i, sp := range m.stallSpans {
+		stalls[i] = stall{start: sp[0], end: sp[1], waiter: -1, prev: -1}
+	}
+	longest, stuck := r.stallPieces(stalls)
+	if stuck != nil {
+		return nil, nil, errUnclean // the whole check names the waiter
+	}
 	out := &Outcome{Result: newResult(h)}
 	res := &out.Result
 	c := &m.res
@@ -398,7 +443,12 @@ func (m *merger) finish(h *history.Run, began time.Time) (*history.Run, *Outcome
 	res.LostUpdates = m.lost.count()
 	res.FenceRegressions = m.fences.regressions
 	res.ExpiredWrites = c.ExpiredWrites
-	res.LongestStallMs = ms(int64(m.longest))
+	res.LongestStallMs = ms(int64(longest))
+	for _, f := range r.faults {
+		if f.Error != "" {
+			res.FaultErrors = append(res.FaultErrors, fmt.Sprintf("fault %d %s on %s: %s", f.ID, f.Name, f.Target, f.Error))
+		}
+	}
 
 	vs := m.vs
 	var last []Violation // found after every segment's: CheckRun appends them last
@@ -427,7 +477,8 @@ func (m *merger) finish(h *history.Run, began time.Time) (*history.Run, *Outcome
 	})
 
 	res.WritesOk, res.WritesRejected = c.WritesOk, c.WritesRejected
-	evidence := r.evidence(res, nil, m.granted)
+	res.WritesInWindow, res.GrantsInWindow = c.WritesInWindow, c.GrantsInWindow
+	evidence := r.evidence(res, r.unfired, m.granted)
 	res.Evidence = evidence
 	decide(res, vs, nil, "", evidence)
 	var at int64
@@ -479,10 +530,10 @@ func (m *merger) finish(h *history.Run, began time.Time) (*history.Run, *Outcome
 		}
 	}
 	out.Lock, out.Resource = f.lockLin, f.resLin
-	out.Analysis = Analysis{Holds: f.r.holds(f.ws), Leases: f.r.leases(), Violations: vs}
+	out.Analysis = Analysis{Holds: f.r.holds(f.ws), Leases: f.r.leases(), Violations: vs, Danger: r.danger}
 	res.CheckerMs = ms(int64(time.Since(began)))
 
-	drawn := &history.Run{Meta: h.Meta, Ops: f.r.ops, End: h.End, Warnings: h.Warnings}
+	drawn := &history.Run{Meta: h.Meta, Ops: f.r.ops, Faults: h.Faults, Unfired: h.Unfired, End: h.End, Warnings: h.Warnings}
 	if m.n > 1 {
 		what := "first"
 		if f != m.first {

@@ -26,17 +26,20 @@ type Segment struct {
 	// carried operations.
 	Waiting []Operation
 	// Meta is the history's meta line; End the latest time of any line read so far, which for
-	// the last segment is the run's end.
-	Meta Meta
-	End  int64
+	// the last segment is the run's end; Faults the fault spans that started before Cut, as far
+	// as they are known then (a fault still going on has End == Never).
+	Meta   Meta
+	End    int64
+	Faults []FaultSpan
 }
 
 // ReadSegments reads a history and hands it to fn one segment at a time, in order, each of at
 // least minOps operations (but the last), so the operations are never all in memory. fn owns each
-// segment. It returns the history without its operations: meta, warnings, the run's end — or
-// ErrUnsegmentable, possibly after some segments were handed over, when the history has fault
-// lines, invocations out of time order across a cut, an id invoked twice or beyond the 64 M the
-// dense index takes, or operations that refer to an operation of an earlier segment. It fails and tolerates otherwise what Read does.
+// segment. It returns the history without its operations: meta, warnings, faults, the run's end —
+// or ErrUnsegmentable, possibly after some segments were handed over, when the history has
+// invocations or fault lines out of time order across a cut, an id invoked twice or beyond the
+// 64 M the dense index takes, or operations that refer to an operation of an earlier segment. It
+// fails and tolerates otherwise what Read does.
 //
 // A cut goes before an invocation at T when every operation so far returned before T, except
 // acquires still waiting (never a read, write or release), and every acquisition granted so far
@@ -48,7 +51,7 @@ type Segment struct {
 // is tried again when the segment has grown by an eighth.
 func ReadSegments(r io.Reader, minOps int, cut func(meta *Meta, ops []Operation, t int64) bool, fn func(*Segment) error) (*Run, error) {
 	var meta Meta
-	s := segmenter{meta: &meta, minOps: max(minOps, 1), next: max(minOps, 1), cut: cut, fn: fn}
+	s := segmenter{meta: &meta, minOps: max(minOps, 1), next: max(minOps, 1), cut: cut, fn: fn, faultIdx: map[int64]int{}}
 	var warnings []string
 	if err := scan(r, &meta, &warnings, s.add); err != nil {
 		return nil, err
@@ -56,7 +59,7 @@ func ReadSegments(r io.Reader, minOps int, cut func(meta *Meta, ops []Operation,
 	if err := s.flush(Never); err != nil {
 		return nil, err
 	}
-	return &Run{Meta: meta, Warnings: warnings, End: s.end}, nil
+	return &Run{Meta: meta, Warnings: warnings, End: s.end, Faults: s.faults.Faults, Unfired: s.faults.Unfired}, nil
 }
 
 type segmenter struct {
@@ -73,6 +76,9 @@ type segmenter struct {
 	// The ids invoked so far, and those of the operations of earlier segments (not carried).
 	seen, closed bitset
 	held         idSet // acquisitions granted and not released
+	// The fault spans and unfired faults so far, and the index of the spans by fault id.
+	faults   Run
+	faultIdx map[int64]int
 	// Over the segment's operations: the latest invocation and completion, and how many of the
 	// open ones are not acquires.
 	maxCall, maxDone int64
@@ -128,7 +134,10 @@ func (s *segmenter) add(e *Event) error {
 			s.held.put(o.ID, 0)
 		}
 	case TypeFault:
-		return ErrUnsegmentable
+		if e.Phase != PhaseUnfired && e.AtNs < s.start {
+			return ErrUnsegmentable // an earlier segment was judged without it
+		}
+		addFault(&s.faults, s.faultIdx, e)
 	}
 	return nil
 }
@@ -145,7 +154,7 @@ func (s *segmenter) allowed(t int64) bool {
 // flush hands over the segment read so far, cut at cut; the acquires still open go on into the
 // next one.
 func (s *segmenter) flush(cut int64) error {
-	seg := &Segment{Carried: s.carried, Start: s.start, Cut: cut, Meta: *s.meta, End: s.end}
+	seg := &Segment{Carried: s.carried, Start: s.start, Cut: cut, Meta: *s.meta, End: s.end, Faults: slices.Clone(s.faults.Faults)}
 	var next []Operation
 	if cut != Never {
 		for _, o := range s.ops {

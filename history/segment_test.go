@@ -86,6 +86,7 @@ func TestReadSegmentsCoverEveryOperation(t *testing.T) {
 }
 
 // What segments cannot mean the same as the whole is refused, for the caller to read it whole.
+// (Fault lines in time order are not: each segment has the faults that started before its cut.)
 func TestReadSegmentsUnsegmentable(t *testing.T) {
 	meta := `{"type":"meta","algorithm":"a","scenario":"s","backend":"local","seed":1,"clients":2,"ttl_ns":1000,"started":"","version":""}` + "\n"
 	cs := func(id, acq, t int) string { // a critical section of one acquire and its release
@@ -97,7 +98,7 @@ func TestReadSegmentsUnsegmentable(t *testing.T) {
 		return fmt.Sprintf(a, id, t, id, t+1, id+1, acq, t+2, id+1, t+3)
 	}
 	for name, body := range map[string]string{
-		"fault line":                cs(1, 1, 10) + `{"type":"fault","phase":"start","fault":1,"name":"pause","at_ns":20}` + "\n" + cs(3, 3, 30),
+		"fault line before the cut": cs(1, 1, 10) + cs(3, 3, 20) + `{"type":"fault","phase":"start","fault":1,"name":"pause","at_ns":15}` + "\n",
 		"id invoked twice":          cs(1, 1, 10) + cs(1, 1, 20),
 		"invocation before the cut": cs(1, 1, 10) + cs(3, 3, 20) + cs(5, 5, 5),
 		"refers to an earlier one":  cs(1, 1, 10) + cs(3, 1, 20),
