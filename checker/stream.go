@@ -21,16 +21,18 @@ import (
 //	file ──ReadSegments──> segments ──workers (GOMAXPROCS)──> parts ──merge, in order──> Outcome
 //
 // history.ReadSegments cuts the history where no acquisition is held, carrying the acquires still
-// waiting into the next segment. Each worker checks one segment as CheckRun checks a history —
-// exclusion, the porcupine checks from the state the previous segment ended in (cut.go), counts —
-// and the merger runs the sweeps that go through the whole run in order (illegal grants, lost
-// updates, fences, stalls) from the state the previous segment left. A segment's windows all end
-// before the cut and the next one's start after it, so no overlap is split by a cut.
+// waiting into the next segment, where the checker approves (cuttable: the lock's state there is
+// certain). Each worker checks one segment as CheckRun checks a history — exclusion, the porcupine
+// checks from the state the previous segment ended in (cut.go), counts, the danger windows of the
+// faults started so far — and the merger runs the sweeps that go through the whole run in order
+// (illegal grants, lost updates, fences, stalls) from the state the previous segment left, and
+// puts the violations in CheckRun's order. A segment's windows all end before the cut and the next
+// one's start after it, so no overlap is split by a cut.
 //
-// The segmented check covers a run that is clean: one lock, no fault lines, no violation, no
-// stall that makes it stuck, no porcupine timeout, every cut's state certain. Anything else stops
-// it, and the history is read and checked whole as before: what it reports about violations is
-// CheckRun's, to the letter.
+// What the segments cannot decide exactly as CheckRun stops them, and the history is read and
+// checked whole as before: more than one lock, a cut whose waiters turn out not to fit, a grant or
+// a lost update against the previous segment's last, an illegal grant only porcupine finds, a
+// stuck run, a porcupine timeout, a fault that failed only when it healed after a cut.
 
 var (
 	// streamFrom is the size in bytes from which a history is checked in segments.
