@@ -45,10 +45,10 @@ var (
 var errUnclean = errors.New("checker: the history needs the whole check")
 
 // CheckReader checks the history r of size bytes: a history under 64 MB is read whole and
-// checked by CheckRun; a longer one is checked in segments as it is read (and read again whole
-// when the segmented check cannot decide, e.g. because it has a violation). It returns the run
-// the reports draw — the whole history, or for one checked in segments only its first segment,
-// with a warning that says so — and the outcome.
+// checked by CheckRun; a longer one is checked in segments as it is read, with the same result
+// (and read again whole when the segments cannot decide as CheckRun would, see above). It
+// returns the run the reports draw — the whole history, or for one checked in segments the
+// segment of its first violation (else its first), with a warning that says so — and the outcome.
 func CheckReader(r io.ReadSeeker, size int64, opts Options) (*history.Run, *Outcome, error) {
 	if size >= streamFrom {
 		h, out, err := checkSegments(r, opts, segmentOps)
