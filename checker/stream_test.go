@@ -11,20 +11,17 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/histgen"
 )
 
 // encode writes h as a history file would hold it.
 func encode(t *testing.T, h *history.History) []byte {
 	t.Helper()
-	buf, err := json.Marshal(h.Meta)
+	data, err := histgen.Encode(h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf = append(buf, '\n')
-	for _, e := range h.Events {
-		buf = history.AppendJSON(buf, e)
-	}
-	return buf
+	return data
 }
 
 // comparable is a result without what depends on the clock (and on which operations a long
@@ -153,15 +150,7 @@ func TestSegmentsNeverSplitAViolation(t *testing.T) {
 	}
 	// Client 1 is granted at 301 and pauses; its lease ends at 311. Client 2 is granted at 320,
 	// does its critical section and releases; a quiet moment follows; then client 1 writes late.
-	a := b.acquire(1, 300, 301)
-	b.read(1, a, 302, 303, b.value)
-	c := b.acquire(2, 319, 320)
-	b.read(2, c, 321, 322, b.value)
-	b.write(2, c, 323, 324, b.value+1)
-	b.release(2, c, 325, 326)
-	b.write(1, a, 330, 331, b.value+1)
-	b.value++
-	b.op(history.OpRelease, 1, a, 332, history.TypeFail, 333, nil, "not held")
+	lateWrite(b, 300)
 	for i := range 30 {
 		b.cs(i%3+1, float64(340+i*10))
 	}
@@ -187,6 +176,20 @@ func TestSegmentsNeverSplitAViolation(t *testing.T) {
 	if r := CheckHistory(h, Options{}).Result; r.Verdict != Unsafe || r.ExclusionViolations != 1 {
 		t.Fatalf("verdict %s with %d exclusion violations, want unsafe with 1", r.Verdict, r.ExclusionViolations)
 	}
+}
+
+// lateWrite records client 1 granted at t+1, pausing after its read; client 2 granted at t+20
+// for a whole critical section; then client 1's late write at t+30 and its failed release.
+func lateWrite(b *hb, t float64) {
+	a := b.acquire(1, t, t+1)
+	b.read(1, a, t+2, t+3, b.value)
+	c := b.acquire(2, t+19, t+20)
+	b.read(2, c, t+21, t+22, b.value)
+	b.write(2, c, t+23, t+24, b.value+1)
+	b.release(2, c, t+25, t+26)
+	b.write(1, a, t+30, t+31, b.value+1)
+	b.value++
+	b.op(history.OpRelease, 1, a, t+32, history.TypeFail, t+33, nil, "not held")
 }
 
 // withFaults adds fault lines to h, in time order: a pause of a client over a tenth of the run
@@ -226,16 +229,10 @@ func FuzzSegmentedSameAsWhole(f *testing.F) {
 	for i := range 6 {
 		b.cs(i%2+1, float64(i*10))
 	}
-	a := b.acquire(1, 60, 61)
-	b.read(1, a, 62, 63, b.value)
-	c := b.acquire(2, 65, 170)
-	b.read(2, c, 171, 172, b.value)
-	b.write(2, c, 173, 174, b.value+1)
-	b.release(2, c, 175, 176)
-	b.write(1, a, 180, 181, b.value+1)
-	b.faultSpan("client-pause", 64, 178, "")
+	lateWrite(b, 60)
+	b.faultSpan("client-pause", 64, 328, "")
 	for i := range 6 {
-		b.cs(i%2+1, float64(200+i*10))
+		b.cs(i%2+1, float64(400+i*10))
 	}
 	f.Add(encode(&testing.T{}, b.history()), uint8(1))
 	f.Add(encode(&testing.T{}, generate(genConfig{Clients: 3, Ops: 300, TTL: time.Second, Seed: 1, Noise: true, Inject: injectService, InjectAt: 30})), uint8(4))

@@ -165,6 +165,19 @@ func generate(cfg Config, out func(e *history.Event)) {
 	}
 }
 
+// Encode returns h as its history file would hold it.
+func Encode(h *history.History) ([]byte, error) {
+	buf, err := json.Marshal(h.Meta)
+	if err != nil {
+		return nil, fmt.Errorf("histgen: %w", err)
+	}
+	buf = append(buf, '\n')
+	for _, e := range h.Events {
+		buf = history.AppendJSON(buf, e)
+	}
+	return buf, nil
+}
+
 // WriteFile generates the history of cfg straight into a history file at path, without holding
 // it in memory (ten million operations are a 1.4 GB file).
 func WriteFile(path string, cfg Config) (err error) {
