@@ -273,9 +273,31 @@ type merger struct {
 
 	// Faults: those still going on at some cut (with their error then), the kept violations whose cause waits for the end
 	// of one of them, and the stalls, cut by the faults at the end.
-	ongoing    map[int64]string // fault id → its error then
-	causeEnds  []causeEnd
-	stallSpans [][2]int64
+	ongoing   map[int64]string // fault id → its error then
+	causeEnds []causeEnd
+	longest   time.Duration // of the stall pieces known
+	long      []int64       // starts of pieces long enough to be stuck if after the last heal
+	deferred  []stall       // stalls a fault still going on at their segment's cut may cut
+}
+
+// stalls cuts the stalls of segment r into the pieces outside the faults (plus grace) that
+// started before its cut. A fault still going on there that started before a stall ended cuts it
+// where only its end will say: that stall waits for the end.
+func (m *merger) stalls(r *run, stalls []stall) {
+	ex := r.excluded()
+	for _, st := range stalls {
+		if slices.ContainsFunc(r.faults, func(f history.FaultSpan) bool { return f.End == history.Never && f.Start < st.end }) {
+			m.deferred = append(m.deferred, stall{start: st.start, end: st.end, waiter: -1, prev: -1})
+			continue
+		}
+		for _, p := range subtract(st.start, st.end, ex) {
+			d := time.Duration(p[1] - p[0])
+			m.longest = max(m.longest, d)
+			if d >= r.opts.StuckAfter {
+				m.long = append(m.long, p[0])
+			}
+		}
+	}
 }
 
 // causeEnd is a kept violation (index in merger.vs) whose cause ends with a fault's end.
@@ -315,11 +337,8 @@ func (m *merger) add(p *segPart) bool {
 	m.lost = lost
 	var fenceV *Violation
 	m.fences, fenceV = r.fencesFrom(m.fences)
-	// Stalls are cut by the faults (plus grace) only at the end, when every fault's end is known.
 	m.sweep.feed(p.stalls)
-	for _, st := range m.sweep.take() {
-		m.stallSpans = append(m.stallSpans, [2]int64{st.start, st.end})
-	}
+	m.stalls(r, m.sweep.take())
 	for _, f := range r.faults {
 		if f.End == history.Never {
 			m.ongoing[f.ID] = f.Error
@@ -403,9 +422,7 @@ func (m *merger) finish(h *history.Run, began time.Time) (*history.Run, *Outcome
 		return nil, nil, errUnclean // an illegal grant only porcupine found: locating it needs the whole lock history
 	}
 	m.last.end = h.End
-	for _, st := range m.sweep.finish(h.End) {
-		m.stallSpans = append(m.stallSpans, [2]int64{st.start, st.end})
-	}
+	m.stalls(m.last, m.sweep.finish(h.End))
 	// The whole run without its operations: its faults, as they are at its end.
 	r := &run{meta: h.Meta, opts: m.opts.withDefaults(h.Meta), end: h.End, faults: h.Faults, unfired: h.Unfired}
 	byID := map[int64]*history.FaultSpan{}
@@ -420,14 +437,15 @@ func (m *merger) finish(h *history.Run, began time.Time) (*history.Run, *Outcome
 	for _, ce := range m.causeEnds {
 		m.vs[ce.v].Cause += faultEnd(byID[ce.fault])
 	}
-	stalls := make([]stall, len(m.stallSpans))
-	for i, sp := range m.stallSpans {
-		stalls[i] = stall{start: sp[0], end: sp[1], waiter: -1, prev: -1}
+	longest, stuck := r.stallPieces(m.deferred)
+	var lastHeal int64
+	for _, e := range r.excluded() {
+		lastHeal = max(lastHeal, e[1])
 	}
-	longest, stuck := r.stallPieces(stalls)
-	if stuck != nil {
-		return nil, nil, errUnclean // the whole check names the waiter
+	if stuck != nil || slices.ContainsFunc(m.long, func(t int64) bool { return t >= lastHeal }) {
+		return nil, nil, errUnclean // stuck: the whole check names the waiter
 	}
+	longest = max(longest, m.longest)
 	out := &Outcome{Result: newResult(h)}
 	res := &out.Result
 	c := &m.res
