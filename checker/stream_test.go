@@ -48,6 +48,12 @@ func sameAsWholeData(t *testing.T, data []byte, minOps int) bool {
 		t.Fatal(err)
 	}
 	want := comparable(CheckRun(whole, Options{}).Result)
+	if want.LockCheck.Result == "Unknown" || want.ResourceCheck.Result == "Unknown" {
+		// The whole check's search ran out of time: the segments' smaller searches may decide
+		// (soundly) where it could not, so there is nothing to compare.
+		t.Logf("the whole check timed out (lock %s, resource %s)", want.LockCheck.Result, want.ResourceCheck.Result)
+		return false
+	}
 	diff := func(how string, got Result) {
 		t.Helper()
 		if got = comparable(got); !reflect.DeepEqual(got, want) {
