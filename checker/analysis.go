@@ -182,17 +182,30 @@ func (r *run) clientCause(a *history.Operation, aEnd int) string {
 	} else if t := r.ttl(a); t > 0 && e.Call > a.Sent+t {
 		s += fmt.Sprintf(" came %s after its lease could have expired at %s", fmtDur(e.Call-a.Sent-t), fmtMs(a.Sent+t))
 	}
-	for i := range r.faults {
-		f := &r.faults[i]
-		if f.Error == "" && f.Start >= a.Return && f.Start <= e.Call && targetsClient(f.Target, a.Client) {
-			s += fmt.Sprintf(", after a %s from %s", f.Name, fmtMs(f.Start))
-			if f.End != history.Never {
-				s += fmt.Sprintf(" to %s", fmtMs(f.End))
-			}
-			break
-		}
+	if f := r.faultDuring(a.Client, a.Return, e.Call); f != nil {
+		s += fmt.Sprintf(", after a %s from %s", f.Name, fmtMs(f.Start))
+		s += faultEnd(f)
 	}
 	return s
+}
+
+// faultDuring returns the first fault that took effect, targets client and started in [from, to].
+func (r *run) faultDuring(client int, from, to int64) *history.FaultSpan {
+	for i := range r.faults {
+		f := &r.faults[i]
+		if f.Error == "" && f.Start >= from && f.Start <= to && targetsClient(f.Target, client) {
+			return f
+		}
+	}
+	return nil
+}
+
+// faultEnd says when f ended, for a cause ("" when it never did).
+func faultEnd(f *history.FaultSpan) string {
+	if f.End == history.Never {
+		return ""
+	}
+	return fmt.Sprintf(" to %s", fmtMs(f.End))
 }
 
 // expiredWrite reports whether write w (under acquire a) was invoked after a's own validity had
@@ -205,6 +218,19 @@ func expiredWrite(a, w *history.Operation) bool {
 // accepted before, or equal to it under another acquisition (two holders given one fence). It
 // returns the first as a violation.
 func (r *run) fenceRegressions() (int, *Violation) {
+	c, first := r.fencesFrom(fenceCarry{})
+	return c.regressions, first
+}
+
+// fenceCarry is fenceRegressions' state at the end of a segment: the highest fence accepted
+// (a copy of its write) and the regressions so far.
+type fenceCarry struct {
+	top         *history.Operation
+	regressions int
+}
+
+// fencesFrom is fenceRegressions on a segment of the history, from the previous segment's state.
+func (r *run) fencesFrom(c fenceCarry) (fenceCarry, *Violation) {
 	var ws []int
 	for i := range r.ops {
 		if o := &r.ops[i]; o.Op == history.OpWrite && o.Ok() && o.Fence > 0 {
@@ -212,25 +238,26 @@ func (r *run) fenceRegressions() (int, *Violation) {
 		}
 	}
 	slices.SortStableFunc(ws, func(x, y int) int { return int(r.ops[x].Call - r.ops[y].Call) })
-	var top uint64
-	topAt := -1
-	n := 0
 	var first *Violation
+	p := c.top // the write with the highest fence
 	for _, i := range ws {
 		o := &r.ops[i]
-		if topAt >= 0 && (o.Fence < top || (o.Fence == top && o.Acq != r.ops[topAt].Acq)) {
-			n++
-			if first == nil {
-				p := &r.ops[topAt]
+		if p != nil && (o.Fence < p.Fence || (o.Fence == p.Fence && o.Acq != p.Acq)) {
+			if c.regressions == 0 {
 				first = &Violation{Kind: "fence-regression", Class: ServiceClass, AtMs: ms(o.Call), A: ref(p), B: ref(o),
 					Explanation: fmt.Sprintf("client %d's write was accepted with fence %d after client %d's write with fence %d: fences did not go forward, so the resource could not tell the stale holder",
 						o.Client, o.Fence, p.Client, p.Fence)}
 			}
+			c.regressions++
 			continue
 		}
-		top, topAt = o.Fence, i
+		p = o
 	}
-	return n, first
+	if p != c.top {
+		top := *p // the segment's operations go when it is done
+		c.top = &top
+	}
+	return c, first
 }
 
 // targetsClient reports whether a fault line's target names client c.

@@ -28,14 +28,8 @@ func CheckHistory(h *history.History, opts Options) *Outcome { return CheckRun(h
 func CheckRun(h *history.Run, opts Options) *Outcome {
 	began := time.Now()
 	r := newRun(h, opts)
-	out := &Outcome{}
+	out := &Outcome{Result: newResult(h)}
 	res := &out.Result
-	res.Algorithm, res.Scenario, res.Backend, res.Seed = h.Meta.Algorithm, h.Meta.Scenario, h.Meta.Backend, h.Meta.Seed
-	if h.Meta.Expected != "" {
-		e := h.Meta.Expected
-		res.Expected = &e
-	}
-	res.Warnings = append(res.Warnings, h.Warnings...)
 	res.Warnings = append(res.Warnings, r.warnings...)
 	for _, f := range r.faults {
 		if f.Error != "" {
@@ -63,6 +57,135 @@ func CheckRun(h *history.Run, opts Options) *Outcome {
 	res.LostUpdates = lost
 	lostProven := resRes.Result == string(porcupine.Illegal)
 
+	vs, illegal, causeOf := r.grantViolations(grants, 0)
+	located := true
+	if lockIllegal && len(grants) == 0 {
+		v := r.porcupineGrantViolation(lockLin)
+		if j, ok := r.idx.get(v.B.ID); ok && v.B.ID != 0 {
+			illegal[j] = true
+		} else {
+			located = false
+		}
+		vs = append(vs, v)
+	}
+	ovs, excl := r.overlapViolations(overlaps, illegal, causeOf, lockIllegal && !located)
+	vs = append(vs, ovs...)
+	if lostProven && lostV != nil {
+		lostV.Class = r.lostClass(lostV, overlaps, excl, lockIllegal)
+		vs = append(vs, *lostV)
+	} else if lostProven {
+		vs = append(vs, lostUpdateViolation(unlocatedLostClass(lockIllegal || len(grants) > 0)))
+	}
+	var fenceV *Violation
+	res.FenceRegressions, fenceV = r.fenceRegressions()
+	if fenceV != nil {
+		vs = append(vs, *fenceV)
+	}
+	for i := range r.ops {
+		if w := &r.ops[i]; w.Op == history.OpWrite && w.Ok() {
+			if j, ok := r.acquireOf(w); ok && expiredWrite(&r.ops[j], w) {
+				res.ExpiredWrites++
+			}
+		}
+	}
+	slices.SortStableFunc(vs, func(x, y Violation) int { return cmp.Compare(x.AtMs, y.AtMs) })
+	for _, v := range vs {
+		if !slices.Contains(res.ClassesSeen, v.Class) {
+			res.ClassesSeen = append(res.ClassesSeen, v.Class)
+		}
+	}
+
+	// Liveness.
+	stallD, stuck := r.liveness()
+	res.LongestStallMs = ms(int64(stallD))
+
+	// Evidence: could this run have failed?
+	evidence := r.evidence(res, r.unfired, nil)
+	res.Evidence = evidence
+
+	timedOut := ""
+	if lockRes.Result == string(porcupine.Unknown) || resRes.Result == string(porcupine.Unknown) {
+		timedOut = fmt.Sprintf("a linearizability check timed out after %v: the verdict is unknown, not safe (raise the timeout)", r.opts.Timeout)
+	}
+	decide(res, vs, stuck, timedOut, evidence)
+	if !r.opts.SkipVisualization {
+		var at int64
+		if res.FirstViolation != nil {
+			at = int64(res.FirstViolation.AtMs * float64(time.Millisecond))
+		}
+		r.visualize(out.Lock, &res.LockCheck, at)
+		r.visualize(out.Resource, &res.ResourceCheck, at)
+	}
+	for _, lin := range []*Linearization{out.Lock, out.Resource} {
+		if lin != nil {
+			lin.ops = nil // what was checked is not needed past visualize, and is most of a long run's memory
+		}
+	}
+	out.Analysis = Analysis{Holds: r.holds(ws), Leases: r.leases(), Violations: vs, Danger: r.danger}
+	res.CheckerMs = ms(int64(time.Since(began)))
+	return out
+}
+
+// newResult starts the result of h: what ran, what was expected, what reading it tolerated.
+func newResult(h *history.Run) Result {
+	res := Result{Algorithm: h.Meta.Algorithm, Scenario: h.Meta.Scenario, Backend: h.Meta.Backend, Seed: h.Meta.Seed}
+	if h.Meta.Expected != "" {
+		e := h.Meta.Expected
+		res.Expected = &e
+	}
+	res.Warnings = append(res.Warnings, h.Warnings...)
+	return res
+}
+
+// decide gives res its verdict and what follows from it: vs are the safety violations in time
+// order, stuck the stall that makes the run stuck (nil if none), timedOut the warning of a
+// porcupine check that ran out of time ("" if none), evidence the evidence line.
+func decide(res *Result, vs []Violation, stuck *Violation, timedOut, evidence string) {
+	switch {
+	case len(vs) > 0:
+		res.Verdict = Unsafe
+		first := vs[0]
+		res.FirstViolation = &first
+		c := first.Class
+		res.ViolationClass = &c
+		res.Evidence = EvidenceOK // the violation is its own evidence
+	case stuck != nil:
+		res.Verdict = Stuck
+		res.FirstViolation = stuck
+		res.Evidence = EvidenceOK
+	case timedOut != "":
+		res.Verdict = Unknown
+		res.Warnings = append(res.Warnings, timedOut)
+	case res.AcquiresOk == 0:
+		res.Verdict = Unknown
+		res.Warnings = append(res.Warnings, "no acquire succeeded: too few operations to judge")
+		if res.Evidence == EvidenceOK {
+			res.Evidence = "no acquire succeeded"
+		}
+	case evidence != EvidenceOK:
+		res.Verdict = Unknown
+		res.Warnings = append(res.Warnings, "no evidence the run could have failed: "+evidence)
+	default:
+		res.Verdict = Safe
+	}
+	if res.FirstViolation != nil {
+		t := res.FirstViolation.AtMs
+		res.TTDMs = &t
+	}
+	if res.Expected != nil {
+		m := Matches(res, *res.Expected)
+		res.Matches = &m
+	}
+	res.DecidedBy = decidedBy(res, vs)
+}
+
+// maxCauses bounds how many illegal grants get their cause searched.
+const maxCauses = 64
+
+// grantViolations makes the violations of illegal grants, the first k0 of the run's grants having
+// been made before (in earlier segments): which acquires were granted illegally, and what let
+// each happen.
+func (r *run) grantViolations(grants []grant, k0 int) ([]Violation, map[int]bool, map[int]string) {
 	var vs []Violation
 	illegal := make(map[int]bool, len(grants))
 	causeOf := make(map[int]string, len(grants)) // illegally granted acquire → what let it happen
@@ -76,7 +199,7 @@ func CheckRun(h *history.Run, opts Options) *Outcome {
 		// Finding a cause scans the history; past the first grants (a long broken run has
 		// thousands) the scans would make the check quadratic, and the report shows the first.
 		cause := "cause not searched (only the first grants' are)"
-		if k < maxCauses {
+		if k0+k < maxCauses {
 			cause = r.serviceCause(a, b)
 		}
 		causeOf[g.b] = cause
@@ -85,17 +208,13 @@ func CheckRun(h *history.Run, opts Options) *Outcome {
 				b.ID, b.Client, ms(b.Return), a.ID, a.Client, until),
 			Cause: fmt.Sprintf("client %d granted at %s while client %d's lease ran to %s; %s", b.Client, fmtMs(b.Return), a.Client, fmtMs(g.until), cause)})
 	}
-	located := true
-	if lockIllegal && len(grants) == 0 {
-		v := r.porcupineGrantViolation(lockLin)
-		if j, ok := r.idx.get(v.B.ID); ok && v.B.ID != 0 {
-			illegal[j] = true
-		} else {
-			located = false
-		}
-		vs = append(vs, v)
-	}
-	excl := r.excludedClass(overlaps, illegal, lockIllegal && !located)
+	return vs, illegal, causeOf
+}
+
+// overlapViolations makes the violations of the overlapping holders, each with its class.
+func (r *run) overlapViolations(overlaps []overlap, illegal map[int]bool, causeOf map[int]string, unlocated bool) ([]Violation, []Class) {
+	var vs []Violation
+	excl := r.excludedClass(overlaps, illegal, unlocated)
 	for i, ov := range overlaps {
 		a, b := &r.ops[ov.a], &r.ops[ov.b]
 		v := Violation{Kind: "exclusion", Class: excl[i], AtMs: ms(ov.at), A: ref(a), B: ref(b)}
@@ -118,100 +237,8 @@ func CheckRun(h *history.Run, opts Options) *Outcome {
 		}
 		vs = append(vs, v)
 	}
-	if lostProven && lostV != nil {
-		lostV.Class = r.lostClass(lostV, overlaps, excl, lockIllegal)
-		vs = append(vs, *lostV)
-	} else if lostProven {
-		c := ClientClass
-		if lockIllegal || len(grants) > 0 {
-			c = ServiceClass
-		}
-		vs = append(vs, Violation{Kind: "lost-update", Class: c, Explanation: "porcupine found no order of atomic increments that explains the counter: an update was lost"})
-	}
-	var fenceV *Violation
-	res.FenceRegressions, fenceV = r.fenceRegressions()
-	if fenceV != nil {
-		vs = append(vs, *fenceV)
-	}
-	for i := range r.ops {
-		if w := &r.ops[i]; w.Op == history.OpWrite && w.Ok() {
-			if j, ok := r.acquireOf(w); ok && expiredWrite(&r.ops[j], w) {
-				res.ExpiredWrites++
-			}
-		}
-	}
-	slices.SortStableFunc(vs, func(x, y Violation) int { return cmp.Compare(x.AtMs, y.AtMs) })
-	unsafe := len(vs) > 0
-	for _, v := range vs {
-		if !slices.Contains(res.ClassesSeen, v.Class) {
-			res.ClassesSeen = append(res.ClassesSeen, v.Class)
-		}
-	}
-
-	// Liveness.
-	stallD, stuck := r.liveness()
-	res.LongestStallMs = ms(int64(stallD))
-
-	// Evidence: could this run have failed?
-	evidence := r.evidence(res, r.unfired)
-	res.Evidence = evidence
-
-	switch {
-	case unsafe:
-		res.Verdict = Unsafe
-		first := vs[0]
-		res.FirstViolation = &first
-		c := first.Class
-		res.ViolationClass = &c
-		res.Evidence = EvidenceOK // the violation is its own evidence
-	case stuck != nil:
-		res.Verdict = Stuck
-		res.FirstViolation = stuck
-		res.Evidence = EvidenceOK
-	case lockRes.Result == string(porcupine.Unknown) || resRes.Result == string(porcupine.Unknown):
-		res.Verdict = Unknown
-		res.Warnings = append(res.Warnings, fmt.Sprintf("a linearizability check timed out after %v: the verdict is unknown, not safe (raise the timeout)", r.opts.Timeout))
-	case res.AcquiresOk == 0:
-		res.Verdict = Unknown
-		res.Warnings = append(res.Warnings, "no acquire succeeded: too few operations to judge")
-		if res.Evidence == EvidenceOK {
-			res.Evidence = "no acquire succeeded"
-		}
-	case evidence != EvidenceOK:
-		res.Verdict = Unknown
-		res.Warnings = append(res.Warnings, "no evidence the run could have failed: "+evidence)
-	default:
-		res.Verdict = Safe
-	}
-	if res.FirstViolation != nil {
-		t := res.FirstViolation.AtMs
-		res.TTDMs = &t
-	}
-	if res.Expected != nil {
-		m := Matches(res, *res.Expected)
-		res.Matches = &m
-	}
-	res.DecidedBy = decidedBy(res, vs)
-	if !r.opts.SkipVisualization {
-		var at int64
-		if res.FirstViolation != nil {
-			at = int64(res.FirstViolation.AtMs * float64(time.Millisecond))
-		}
-		r.visualize(out.Lock, &res.LockCheck, at)
-		r.visualize(out.Resource, &res.ResourceCheck, at)
-	}
-	for _, lin := range []*Linearization{out.Lock, out.Resource} {
-		if lin != nil {
-			lin.ops = nil // what was checked is not needed past visualize, and is most of a long run's memory
-		}
-	}
-	out.Analysis = Analysis{Holds: r.holds(ws), Leases: r.leases(), Violations: vs, Danger: r.danger}
-	res.CheckerMs = ms(int64(time.Since(began)))
-	return out
+	return vs, excl
 }
-
-// maxCauses bounds how many illegal grants get their cause searched.
-const maxCauses = 64
 
 // Matches reports whether a result meets an expectation: "safe", "unsafe", "stuck", "unknown",
 // "unsafe-service" / "unsafe-client", which also need a violation of that class among
@@ -254,14 +281,32 @@ func (r *run) excludedClass(overlaps []overlap, illegal map[int]bool, unlocated 
 
 // lostClass gives a lost update the class of the overlap its writes belong to.
 func (r *run) lostClass(v *Violation, overlaps []overlap, excl []Class, lockIllegal bool) Class {
+	if c, ok := r.overlapClass(v, overlaps, excl); ok {
+		return c
+	}
+	return unlocatedLostClass(lockIllegal)
+}
+
+// overlapClass is the class of the first overlap v's writes belong to, if one does.
+func (r *run) overlapClass(v *Violation, overlaps []overlap, excl []Class) (Class, bool) {
 	for i, ov := range overlaps {
 		ids := []int64{r.ops[ov.a].ID, r.ops[ov.b].ID}
 		if slices.Contains(ids, v.A.Acq) || slices.Contains(ids, v.B.Acq) {
-			return excl[i]
+			return excl[i], true
 		}
 	}
-	if lockIllegal {
+	return "", false
+}
+
+// unlocatedLostClass is the class of a lost update no overlap explains.
+func unlocatedLostClass(serviceFault bool) Class {
+	if serviceFault {
 		return ServiceClass
 	}
 	return ClientClass
+}
+
+// lostUpdateViolation is the violation of a lost update porcupine proved without one located.
+func lostUpdateViolation(c Class) Violation {
+	return Violation{Kind: "lost-update", Class: c, Explanation: "porcupine found no order of atomic increments that explains the counter: an update was lost"}
 }

@@ -225,6 +225,9 @@ func TestCheckHistories(t *testing.T) {
 			o := CheckHistory(tc.build(), Options{})
 			r := o.Result
 			w := tc.want
+			for _, n := range []int{1, 4} {
+				sameAsWhole(t, tc.build(), n) // checked in segments of 1 or 4 operations, or whole, it is the same
+			}
 			if r.Verdict != w.verdict {
 				t.Errorf("verdict %q, want %q (first violation %+v)", r.Verdict, w.verdict, r.FirstViolation)
 			}

@@ -96,7 +96,10 @@ func targetClients(target string) []int {
 // evidence fills the evidence fields of res and returns the line that says what is missing, or
 // EvidenceOK. It does not look at the verdict: an unsafe run needs no evidence beyond its
 // violation, and the caller decides.
-func (r *run) evidence(res *Result, unfired []history.UnfiredFault) string {
+//
+// granted holds the clients granted the lock in other segments of the history (nil for none); the
+// clients granted in r's operations are added to it.
+func (r *run) evidence(res *Result, unfired []history.UnfiredFault, granted map[int]bool) string {
 	occ := r.occurrences()
 	planned := r.plannedFaults(occ, unfired)
 	res.FaultsPlanned = planned
@@ -110,42 +113,18 @@ func (r *run) evidence(res *Result, unfired []history.UnfiredFault) string {
 		res.FaultsFired = append(res.FaultsFired, FiredFault{Fault: f.ID, Rule: f.Rule, Kind: f.Name, Point: f.Point,
 			Target: f.Target, AtMs: ms(f.Start), EndMs: end})
 	}
-	attacks := slices.DeleteFunc(slices.Clone(occ), func(o occurrence) bool { return o.setup })
+	attacks := attacksOf(occ)
 	res.DangerWindows = []Span{}
 	r.danger = r.danger[:0]
 	for _, o := range attacks {
 		res.DangerWindows = append(res.DangerWindows, Span{StartMs: ms(o.start), EndMs: ms(o.danger)})
 		r.danger = append(r.danger, [2]int64{o.start, o.danger})
 	}
-	inWindow := func(t int64, client int) bool {
-		for _, o := range attacks {
-			if t >= o.start && t < o.danger && (client == 0 || !slices.Contains(o.clients, client)) {
-				return true
-			}
-		}
-		return false
+	inWindow := inWindowOf(attacks)
+	if granted == nil {
+		granted = map[int]bool{}
 	}
-	granted := map[int]bool{}
-	for i := range r.ops {
-		o := &r.ops[i]
-		switch {
-		case o.Op == history.OpWrite:
-			switch {
-			case o.Ok():
-				res.WritesOk++
-			case staleRejected(o):
-				res.WritesRejected++
-			}
-			if (o.Ok() || staleRejected(o)) && inWindow(o.Call, 0) {
-				res.WritesInWindow++
-			}
-		case o.Op == history.OpAcquire && o.Ok():
-			granted[o.Client] = true
-			if inWindow(o.Return, o.Client) {
-				res.GrantsInWindow++
-			}
-		}
-	}
+	r.evidenceCounts(res, inWindow, granted)
 	for _, p := range planned {
 		if !p.Fired {
 			return fmt.Sprintf("fault %d (%s) never fired: %s", p.Rule, p.Kind, p.Reason)
@@ -200,4 +179,47 @@ func (r *run) plannedFaults(occ []occurrence, unfired []history.UnfiredFault) []
 		out = append(out, p)
 	}
 	return out
+}
+
+// attacksOf returns the occurrences that attacked the lock: all but the setup faults'.
+func attacksOf(occ []occurrence) []occurrence {
+	return slices.DeleteFunc(slices.Clone(occ), func(o occurrence) bool { return o.setup })
+}
+
+// inWindowOf reports whether time t falls in the danger window of one of attacks, for client (0:
+// any) other than the clients that attack targets.
+func inWindowOf(attacks []occurrence) func(t int64, client int) bool {
+	return func(t int64, client int) bool {
+		for _, o := range attacks {
+			if t >= o.start && t < o.danger && (client == 0 || !slices.Contains(o.clients, client)) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// evidenceCounts counts r's writes and grants, in the danger windows (inWindow) and in all, into
+// res, and adds the clients granted the lock to granted.
+func (r *run) evidenceCounts(res *Result, inWindow func(t int64, client int) bool, granted map[int]bool) {
+	for i := range r.ops {
+		o := &r.ops[i]
+		switch {
+		case o.Op == history.OpWrite:
+			switch {
+			case o.Ok():
+				res.WritesOk++
+			case staleRejected(o):
+				res.WritesRejected++
+			}
+			if (o.Ok() || staleRejected(o)) && inWindow(o.Call, 0) {
+				res.WritesInWindow++
+			}
+		case o.Op == history.OpAcquire && o.Ok():
+			granted[o.Client] = true
+			if inWindow(o.Return, o.Client) {
+				res.GrantsInWindow++
+			}
+		}
+	}
 }

@@ -92,6 +92,9 @@ func TestEvidence(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := CheckHistory(tc.build(), Options{}).Result
+			for _, n := range []int{1, 3} {
+				sameAsWhole(t, tc.build(), n) // in segments, the evidence is the same
+			}
 			if r.Verdict != tc.verdict || !strings.Contains(r.Evidence, tc.evidence) {
 				t.Fatalf("verdict %s, evidence %q; want %s with %q (decided by %q)", r.Verdict, r.Evidence, tc.verdict, tc.evidence, r.DecidedBy)
 			}

@@ -34,6 +34,23 @@ type grant struct {
 // The count is a lower bound of the illegal grants porcupine rejects, so porcupine can say
 // Illegal with a count of 0; the checker then reports at least 1.
 func (r *run) illegalGrants() []grant {
+	out, _ := r.grantsFrom(grantCarry{})
+	return out
+}
+
+// grantCarry is the sweep's state at the end of a segment: the last grant (a copy, with the
+// earliest call of its release when it has one) and the lower bound of when its lease began.
+type grantCarry struct {
+	a        *history.Operation
+	rel      int64
+	released bool
+	aStart   int64
+}
+
+// grantsFrom is illegalGrants on a segment of the history, starting from the state the previous
+// segment ended in (the zero grantCarry for the first). A grant against the carried acquire is
+// returned with a = -1.
+func (r *run) grantsFrom(c grantCarry) ([]grant, grantCarry) {
 	rel := r.releaseCalls() // acquire index → earliest ok or unknown release call
 	released := func(j int, by int64) bool {
 		t, ok := rel[j]
@@ -53,18 +70,22 @@ func (r *run) illegalGrants() []grant {
 		return cmp.Compare(a.Return, b.Return)
 	})
 	var out []grant
-	var aStart int64
+	aStart := c.aStart
 	for k, bi := range acq {
 		b := &r.ops[bi]
-		if k == 0 || r.ops[acq[k-1]].Lock != b.Lock {
+		ai, a, relA, hasRelA := -1, c.a, c.rel, c.released
+		if k > 0 {
+			ai = acq[k-1]
+			a = &r.ops[ai]
+			relA, hasRelA = rel[ai]
+		}
+		if a == nil || a.Lock != b.Lock {
 			aStart = b.Sent
 			continue
 		}
-		ai := acq[k-1]
-		a := &r.ops[ai]
 		ttlA, ttlB := r.ttl(a), r.ttl(b)
 		expired := ttlA > 0 && b.Return >= aStart+ttlA
-		wasReleased := released(ai, b.Return)
+		wasReleased := hasRelA && relA <= b.Return
 		bFirst := b.Sent <= a.Return && ((ttlB > 0 && a.Return >= b.Sent+ttlB) || released(bi, a.Return))
 		switch {
 		case !expired && !wasReleased && !bFirst:
@@ -82,10 +103,15 @@ func (r *run) illegalGrants() []grant {
 				free = aStart + ttlA
 			}
 			if wasReleased {
-				free = min(free, rel[ai])
+				free = min(free, relA)
 			}
 			aStart = max(b.Sent, free)
 		}
 	}
-	return out
+	if n := len(acq); n > 0 {
+		last := r.ops[acq[n-1]]
+		c = grantCarry{a: &last, aStart: aStart}
+		c.rel, c.released = rel[acq[n-1]]
+	}
+	return out, c
 }

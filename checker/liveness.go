@@ -31,7 +31,15 @@ type stall struct {
 // show up as stuck. The run is stuck when a piece after the last heal (+ grace) is at least
 // StuckAfter long.
 func (r *run) liveness() (longest time.Duration, stuck *Violation) {
-	stalls := r.stalls()
+	var sw stallSweep
+	sw.start()
+	sw.feed(r.stallEvents(0, nil))
+	return r.stallPieces(sw.finish(r.end))
+}
+
+// stallPieces cuts stalls into the pieces outside faults (plus grace) and returns the longest
+// piece and the first that makes the run stuck.
+func (r *run) stallPieces(stalls []stall) (longest time.Duration, stuck *Violation) {
 	ex := r.excluded()
 	var lastHeal int64
 	for _, e := range ex {
@@ -42,10 +50,12 @@ func (r *run) liveness() (longest time.Duration, stuck *Violation) {
 			d := time.Duration(p[1] - p[0])
 			longest = max(longest, d)
 			if stuck == nil && p[0] >= lastHeal && d >= r.opts.StuckAfter {
-				w := &r.ops[s.waiter]
-				v := &Violation{Kind: "stuck", AtMs: ms(p[0] + int64(r.opts.StuckAfter)), B: ref(w),
+				v := &Violation{Kind: "stuck", AtMs: ms(p[0] + int64(r.opts.StuckAfter)),
 					Explanation: fmt.Sprintf("clients waited %v from %.3fms with no grant, after every fault had healed (limit %v)",
 						d.Round(time.Millisecond), ms(p[0]), r.opts.StuckAfter)}
+				if s.waiter >= 0 {
+					v.B = ref(&r.ops[s.waiter])
+				}
 				if s.prev >= 0 {
 					v.A = ref(&r.ops[s.prev])
 				}
@@ -56,67 +66,99 @@ func (r *run) liveness() (longest time.Duration, stuck *Violation) {
 	return longest, stuck
 }
 
-// stalls sweeps acquire invocations, completions and grants in time order.
-func (r *run) stalls() []stall {
-	type ev struct {
-		t     int64
-		delta int // +1 invoke, -1 completion
-		grant bool
-		op    int
-	}
-	var evs []ev
+// stallEvent is an acquire's invocation (+1) or completion (-1), for the stall sweep.
+type stallEvent struct {
+	t     int64
+	delta int
+	grant bool
+	op    int   // index of the acquire, -1 for one of another segment
+	id    int64 // its id, which orders events at one instant
+}
+
+// stallEvents returns the invocations and completions of the acquires in time order. The
+// invocations of acquires invoked before start (carried over from the previous segment, which
+// sweeps them) are left out; those of waiting, still open at the segment's cut, are added.
+func (r *run) stallEvents(start int64, waiting []history.Operation) []stallEvent {
+	evs := make([]stallEvent, 0, len(r.ops)/2+len(waiting))
 	for i := range r.ops {
 		o := &r.ops[i]
 		if o.Op != history.OpAcquire {
 			continue
 		}
-		done := min(o.Done, r.end)
-		evs = append(evs, ev{t: o.Call, delta: 1, op: i}, ev{t: max(done, o.Call), delta: -1, grant: o.Ok(), op: i})
-	}
-	// At one instant, completions come before invocations, so a stall starts after a grant.
-	slices.SortFunc(evs, func(a, b ev) int {
-		if c := cmp.Compare(a.t, b.t); c != 0 {
-			return c
+		if o.Call >= start {
+			evs = append(evs, stallEvent{t: o.Call, delta: 1, op: i, id: o.ID})
 		}
-		return cmp.Compare(a.delta, b.delta)
+		done := min(o.Done, r.end)
+		evs = append(evs, stallEvent{t: max(done, o.Call), delta: -1, grant: o.Ok(), op: i, id: o.ID})
+	}
+	for _, o := range waiting {
+		evs = append(evs, stallEvent{t: o.Call, delta: 1, op: -1, id: o.ID})
+	}
+	// At one instant, completions come before invocations, so a stall starts after a grant; then
+	// the order of the ids, so that the sweep does not depend on how the history was cut.
+	slices.SortFunc(evs, func(a, b stallEvent) int {
+		return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.delta, b.delta), cmp.Compare(a.id, b.id))
 	})
-	var out []stall
-	waiting, prev := 0, -1
-	cur := stall{start: -1, prev: -1}
-	var lastWait int64
+	return evs
+}
+
+// stallSweep sweeps acquire invocations, completions and grants in time order, one segment of
+// the history after the other.
+type stallSweep struct {
+	out      []stall
+	waiting  int
+	cur      stall
+	lastWait int64
+}
+
+func (s *stallSweep) start() { s.cur = stall{start: -1, prev: -1} }
+
+func (s *stallSweep) feed(evs []stallEvent) {
 	for _, e := range evs {
 		if e.delta < 0 {
-			waiting--
-			lastWait = e.t
+			s.waiting--
+			s.lastWait = e.t
 		}
 		if e.grant {
-			if cur.start >= 0 && e.t > cur.start {
-				cur.end = e.t
-				out = append(out, cur)
+			if s.cur.start >= 0 && e.t > s.cur.start {
+				s.cur.end = e.t
+				s.out = append(s.out, s.cur)
 			}
-			prev = e.op
-			cur = stall{start: -1, prev: prev}
-			if waiting > 0 {
-				cur.start, cur.waiter = e.t, e.op
+			s.cur = stall{start: -1, prev: e.op}
+			if s.waiting > 0 {
+				s.cur.start, s.cur.waiter = e.t, e.op
 			}
 		}
 		if e.delta > 0 {
-			waiting++
-			if cur.start < 0 {
-				cur.start, cur.waiter = e.t, e.op
+			s.waiting++
+			if s.cur.start < 0 {
+				s.cur.start, s.cur.waiter = e.t, e.op
 			}
 		}
 	}
-	if cur.start >= 0 {
-		if waiting > 0 {
-			lastWait = r.end
+}
+
+// take returns the stalls completed so far and forgets them; the operation indices of the one
+// in progress are dropped, for they belong to a segment that is done.
+func (s *stallSweep) take() []stall {
+	out := s.out
+	s.out = nil
+	s.cur.waiter, s.cur.prev = -1, -1
+	return out
+}
+
+// finish closes the last stall at end, the run's end, and returns the stalls not taken.
+func (s *stallSweep) finish(end int64) []stall {
+	if s.cur.start >= 0 {
+		if s.waiting > 0 {
+			s.lastWait = end
 		}
-		if lastWait > cur.start {
-			cur.end = lastWait
-			out = append(out, cur)
+		if s.lastWait > s.cur.start {
+			s.cur.end = s.lastWait
+			s.out = append(s.out, s.cur)
 		}
 	}
-	return out
+	return s.out
 }
 
 // excluded lists the fault spans plus grace, merged and sorted.

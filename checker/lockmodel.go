@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/lockchaos/lockchaos/history"
@@ -69,11 +70,10 @@ type lockState struct {
 	t      int64 // held: earliest expiry (Never = no TTL); free: earliest moment it became free
 }
 
-func lockStep(state, input, _ any) []any {
-	s, in := state.(lockState), input.(lockInput)
+// lockNext appends to out the states the model can be in after in from s.
+func lockNext(out []lockState, s lockState, in lockInput) []lockState {
 	switch in.kind {
 	case lockAcquire:
-		var out []any
 		if in.unknown {
 			out = append(out, s) // it may not have taken effect
 		}
@@ -85,35 +85,69 @@ func lockStep(state, input, _ any) []any {
 			}
 			out = append(out, lockState{holder: in.acq, t: exp})
 		}
-		return out
 	case lockRelease:
 		if s.holder != in.acq || in.acq == 0 {
-			return []any{s} // not the holder: a correct service ignores it
+			return append(out, s) // not the holder: a correct service ignores it
 		}
 		// The lock is free from the release's effect, or from the lease's expiry if that came
 		// first.
 		free := lockState{t: min(in.call, s.t)}
 		if in.unknown {
-			return []any{s, free}
+			return append(out, s, free)
 		}
-		return []any{free}
+		out = append(out, free)
 	case lockInit:
-		return []any{lockState{t: in.call}}
+		out = append(out, lockState{t: in.call})
 	}
-	return nil
+	return out
 }
 
-func lockHash(state any) uint64 {
-	s := state.(lockState)
+func lockHash(s lockState) uint64 {
 	return uint64(s.holder)*0x9e3779b97f4a7c15 ^ uint64(s.t)*0xbf58476d1ce4e5b9
 }
 
+// lockStates is the set of states the model may be in (unknown outcomes make it
+// nondeterministic), in the order they were reached: what porcupine's NondeterministicModel.ToModel
+// makes of a model with several next states, without boxing each state.
+type lockStates []lockState
+
+// lockModel is the lock model for porcupine, its history in parts partitions.
 func lockModel(parts int) porcupine.Model {
-	nm := porcupine.NondeterministicModel{
+	return porcupine.Model{
 		Partition: partitionBy(parts, func(in any) int { return in.(lockInput).part }),
-		Init:      func() []any { return []any{lockState{}} },
-		Step:      lockStep,
-		Hash:      lockHash,
+		Init:      func() any { return lockStates{{}} },
+		Step: func(state, input, _ any) (bool, any) {
+			in := input.(lockInput)
+			var next lockStates
+			for _, s := range state.(lockStates) {
+				var buf [2]lockState
+				for _, n := range lockNext(buf[:0], s, in) {
+					if !slices.Contains(next, n) {
+						next = append(next, n)
+					}
+				}
+			}
+			return len(next) > 0, next
+		},
+		Equal: func(a, b any) bool {
+			x, y := a.(lockStates), b.(lockStates)
+			if len(x) != len(y) {
+				return false
+			}
+			for _, s := range x {
+				if !slices.Contains(y, s) {
+					return false
+				}
+			}
+			return true
+		},
+		Hash: func(state any) uint64 {
+			var h uint64
+			for _, s := range state.(lockStates) {
+				h ^= lockHash(s) // a set: the order does not count
+			}
+			return h
+		},
 		DescribeOperation: func(input, output any) string {
 			in := input.(lockInput)
 			what := "acquire"
@@ -126,18 +160,20 @@ func lockModel(parts int) porcupine.Model {
 			return fmt.Sprintf("%s(acq %d) → %v", what, in.acq, output)
 		},
 		DescribeState: func(state any) string {
-			s := state.(lockState)
-			switch {
-			case s.holder == 0:
-				return "free"
-			case s.t == history.Never:
-				return fmt.Sprintf("held by acq %d", s.holder)
-			default:
-				return fmt.Sprintf("held by acq %d until ≥%.3fms", s.holder, ms(s.t))
+			var d []string
+			for _, s := range state.(lockStates) {
+				switch {
+				case s.holder == 0:
+					d = append(d, "free")
+				case s.t == history.Never:
+					d = append(d, fmt.Sprintf("held by acq %d", s.holder))
+				default:
+					d = append(d, fmt.Sprintf("held by acq %d until ≥%.3fms", s.holder, ms(s.t)))
+				}
 			}
+			return "{" + strings.Join(d, ", ") + "}"
 		},
 	}
-	return nm.ToModel()
 }
 
 // partitionBy returns a porcupine Partition function grouping operations by an index carried in
@@ -279,33 +315,72 @@ func (r *run) lockHistoryOf(reduce bool, minChunk int) ([]porcupine.Operation, i
 		if !ok {
 			l = len(locks)
 			locks[lock] = l
-			byLock = append(byLock, nil)
+			var ops []porcupine.Operation
+			if l == 0 {
+				// Most histories have one lock: its operations are about half of all.
+				ops = make([]porcupine.Operation, 0, len(r.ops)/2+2)
+				if r.lockFrom != nil {
+					ops = append(ops, porcupine.Operation{}) // room for the state at the cut
+				}
+			}
+			byLock = append(byLock, ops)
 		}
 		in.lock = l
 		byLock[l] = append(byLock[l], porcupine.Operation{
 			ClientId: max(o.Client-1, 0), Input: in, Call: call,
-			Output: string(o.Status), Return: ret, Metadata: o.ID,
+			Output: statusOutput(o.Status), Return: ret, Metadata: o.ID,
 		})
 	}
-	var h []porcupine.Operation
-	parts := 0
+	if r.lockFrom != nil && len(byLock) > 0 {
+		// A segment of a long history: it starts in the state the previous one ended in (the
+		// checker only cuts histories of one lock).
+		ops := byLock[0][1:]
+		first := ops[0].Call
+		for _, o := range ops {
+			first = min(first, o.Call)
+		}
+		t := r.lockFrom.free
+		byLock[0][0] = porcupine.Operation{ClientId: 0, Input: lockInput{kind: lockInit, call: t, ret: t},
+			Call: first - 1, Output: "ok", Return: first - 1, Metadata: int64(0)}
+	}
+	var chunks [][]porcupine.Operation
+	n := 0
 	for _, ops := range byLock {
 		minSize := minChunk
 		if minSize <= 0 {
 			minSize = len(ops) + 1 // one partition per lock
 		}
 		for _, chunk := range lockChunks(ops, minSize) {
-			for _, o := range chunk {
-				in := o.Input.(lockInput)
-				in.part = parts
-				o.Input = in
-				h = append(h, o)
-			}
-			parts++
+			chunks = append(chunks, chunk)
+			n += len(chunk)
 		}
+	}
+	h := make([]porcupine.Operation, 0, n)
+	parts := 0
+	for _, chunk := range chunks {
+		for _, o := range chunk {
+			in := o.Input.(lockInput)
+			in.part = parts
+			o.Input = in
+			h = append(h, o)
+		}
+		parts++
 	}
 	return h, parts
 }
+
+// statusOutput is a completion type as porcupine's output, boxed once.
+func statusOutput(t history.Type) any {
+	switch t {
+	case history.TypeOk:
+		return outOk
+	case history.TypeInfo:
+		return outInfo
+	}
+	return string(t)
+}
+
+var outOk, outInfo any = string(history.TypeOk), string(history.TypeInfo)
 
 // lockChunks cuts the history of one lock into chunks porcupine can check independently, each of
 // at least minSize operations (but the last): like the resource check's segments, this turns the
@@ -404,7 +479,7 @@ func lockChunks(ops []porcupine.Operation, minSize int) [][]porcupine.Operation 
 	var l *porcupine.Operation
 	allOk := true
 	reset := func() {
-		cur, cands, pending = nil, cands[:0], pending[:0]
+		cur, cands, pending = make([]porcupine.Operation, 0, minSize+minSize/4), cands[:0], pending[:0]
 		maxRet, maxAcqCall = -1, -1
 		f1, ret1, ret2, maxAcqRetP, r1id, l, allOk = -1, -1, -1, -1, 0, nil, true
 	}

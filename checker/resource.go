@@ -111,7 +111,7 @@ func staleRejected(o *history.Operation) bool {
 // resourceOps turns the accesses into model operations, in call order of their first access.
 func (r *run) resourceOps() []porcupine.Operation {
 	pending := map[int64]int{} // acquisition → index of its unpaired ok read
-	var h []porcupine.Operation
+	h := make([]porcupine.Operation, 0, len(r.ops)/4+1)
 	add := func(in resInput, call, ret int64, client int) {
 		h = append(h, porcupine.Operation{ClientId: max(client-1, 0), Input: in, Call: call, Return: ret, Output: nil})
 	}
@@ -227,7 +227,27 @@ func endState(in resInput) (int64, bool) {
 // value other than the one it read: another write landed between its read and its write. It
 // locates the violation for the report; whether a lost update is proven is porcupine's call.
 func (r *run) lostUpdates(res []porcupine.Operation) (count int, first *Violation) {
-	var writes []porcupine.Operation
+	c, first := r.lostFrom(res, lostCarry{})
+	return c.count(), first
+}
+
+// lostCarry is lostUpdates' state at the end of a segment: the successful writes so far, the
+// counter's value after the last of them, and whether there was one.
+type lostCarry struct {
+	writes  int
+	cur     int64
+	written bool
+	// lost is set when an increment overwrote a value other than the one it read.
+	lost bool
+}
+
+func (c lostCarry) count() int { return max(c.writes-int(c.cur), 0) }
+
+// lostFrom is lostUpdates on a segment of the history, from the previous segment's state. An
+// update lost across the cut (against the carried write) sets lost without a violation.
+func (r *run) lostFrom(res []porcupine.Operation, c lostCarry) (lostCarry, *Violation) {
+	var first *Violation
+	writes := make([]porcupine.Operation, 0, len(res)/2+1)
 	for _, o := range res {
 		in := o.Input.(resInput)
 		if (in.kind == resIncr || in.kind == resSet) && !in.unknown {
@@ -235,20 +255,22 @@ func (r *run) lostUpdates(res []porcupine.Operation) (count int, first *Violatio
 		}
 	}
 	slices.SortStableFunc(writes, func(a, b porcupine.Operation) int { return cmp.Compare(a.Return, b.Return) })
-	var cur int64
 	lastW := -1
 	for _, o := range writes {
 		in := o.Input.(resInput)
-		if in.kind == resIncr && in.v != cur && first == nil && lastW >= 0 {
-			a, b := &r.ops[lastW], &r.ops[in.write]
-			first = &Violation{
-				Kind: "lost-update", AtMs: ms(b.Return), A: ref(a), B: ref(b),
-				Explanation: fmt.Sprintf("client %d read %d and wrote %d, but client %d had written %d in between: an update was lost",
-					b.Client, in.v, in.w, a.Client, cur),
+		if in.kind == resIncr && in.v != c.cur && !c.lost && c.written {
+			c.lost = true
+			if lastW >= 0 {
+				a, b := &r.ops[lastW], &r.ops[in.write]
+				first = &Violation{
+					Kind: "lost-update", AtMs: ms(b.Return), A: ref(a), B: ref(b),
+					Explanation: fmt.Sprintf("client %d read %d and wrote %d, but client %d had written %d in between: an update was lost",
+						b.Client, in.v, in.w, a.Client, c.cur),
+				}
 			}
 		}
-		cur, lastW = in.w, in.write
+		c.cur, lastW, c.written = in.w, in.write, true
 	}
-	count = len(writes) - int(cur)
-	return max(count, 0), first
+	c.writes += len(writes)
+	return c, first
 }

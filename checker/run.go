@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -23,6 +24,9 @@ type run struct {
 	warnings  []string
 	unfired   []history.UnfiredFault
 	danger    [][2]int64 // the danger windows in ns, set by evidence
+	// lockFrom is, for a segment of a long history after the first, the lock's state where the
+	// previous segment ended.
+	lockFrom *lockExit
 }
 
 func newRun(h *history.Run, opts Options) *run {
@@ -73,26 +77,33 @@ func (r *run) ttl(o *history.Operation) int64 {
 // opIndex finds an operation by id. Recorders number operations densely from 1, so a slice is
 // the common case; arbitrary ids (edited or fuzzed files) fall back to a map.
 type opIndex struct {
+	base   int64 // dense[i] is the operation with id base+i
 	dense  []int32
 	sparse map[int64]int
 }
 
 func newOpIndex(ops []history.Operation) opIndex {
-	var maxID int64
+	var minID, maxID int64 = math.MaxInt64, 0
 	for i := range ops {
-		maxID = max(maxID, ops[i].ID)
+		if id := ops[i].ID; id > 0 {
+			minID, maxID = min(minID, id), max(maxID, id)
+		}
 	}
-	if maxID <= int64(4*len(ops)+64) && len(ops) < 1<<31-1 {
-		d := make([]int32, maxID+1)
+	if minID > maxID {
+		minID = maxID
+	}
+	// A segment of a long history (ReadSegments) has ids far from 0: the slice starts at its first.
+	if maxID-minID <= int64(4*len(ops)+64) && len(ops) < 1<<31-1 {
+		d := make([]int32, maxID-minID+1)
 		for i := range d {
 			d[i] = -1
 		}
 		for i := range ops {
-			if ops[i].ID > 0 && d[ops[i].ID] < 0 {
-				d[ops[i].ID] = int32(i)
+			if id := ops[i].ID; id > 0 && d[id-minID] < 0 {
+				d[id-minID] = int32(i)
 			}
 		}
-		return opIndex{dense: d}
+		return opIndex{base: minID, dense: d}
 	}
 	m := make(map[int64]int, len(ops))
 	for i := range ops {
@@ -108,10 +119,10 @@ func (x *opIndex) get(id int64) (int, bool) {
 		i, ok := x.sparse[id]
 		return i, ok
 	}
-	if id <= 0 || id >= int64(len(x.dense)) || x.dense[id] < 0 {
+	if id <= 0 || id < x.base || id-x.base >= int64(len(x.dense)) || x.dense[id-x.base] < 0 {
 		return 0, false
 	}
-	return int(x.dense[id]), true
+	return int(x.dense[id-x.base]), true
 }
 
 // ms converts nanoseconds since the run's start to milliseconds.

@@ -13,10 +13,13 @@ import (
 // an unknown outcome. Latency is measured over successful acquires only, from call to return.
 // Throughput is completed critical sections (successful writes) per second of the run.
 func (r *run) counts(res *Result) {
-	res.Operations = len(r.ops)
-	res.DurationMs = ms(r.end)
-	var lat []int64
-	writes := 0
+	lat, writes := r.tally(res)
+	finishCounts(res, lat, writes, len(r.ops), r.end)
+}
+
+// tally counts r's acquires and rejected writes into res, and returns the latencies of the
+// successful acquires and the number of successful writes.
+func (r *run) tally(res *Result) (lat []int64, writes int) {
 	for i := range r.ops {
 		o := &r.ops[i]
 		switch o.Op {
@@ -36,8 +39,16 @@ func (r *run) counts(res *Result) {
 			}
 		}
 	}
-	if r.end > 0 {
-		res.ThroughputCSPerS = float64(writes) / time.Duration(r.end).Seconds()
+	return lat, writes
+}
+
+// finishCounts fills the numbers of a run of ops operations ending at end from the latencies of
+// its successful acquires (reordered) and its successful writes.
+func finishCounts(res *Result, lat []int64, writes, ops int, end int64) {
+	res.Operations = ops
+	res.DurationMs = ms(end)
+	if end > 0 {
+		res.ThroughputCSPerS = float64(writes) / time.Duration(end).Seconds()
 	}
 	if len(lat) > 0 {
 		slices.Sort(lat)

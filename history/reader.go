@@ -48,7 +48,7 @@ func ReadFile(path string) (*History, error) {
 // killed mid-write leaves: it is skipped with a warning. Any other undecodable line is an error.
 func Read(r io.Reader) (*History, error) {
 	h := &History{}
-	err := scan(r, &h.Meta, &h.Warnings, func(e *Event) { h.Events = append(h.Events, *e) })
+	err := scan(r, &h.Meta, &h.Warnings, func(e *Event) error { h.Events = append(h.Events, *e); return nil })
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func ReadRun(r io.Reader, size int64) (*Run, error) {
 	b.init(int(max(size/140, 1024))) // two lines of ≈70 bytes an operation
 	var meta Meta
 	var warnings []string
-	if err := scan(r, &meta, &warnings, b.add); err != nil {
+	if err := scan(r, &meta, &warnings, func(e *Event) error { b.add(e); return nil }); err != nil {
 		return nil, err
 	}
 	run := b.done()
@@ -86,8 +86,8 @@ func ReadRun(r io.Reader, size int64) (*Run, error) {
 }
 
 // scan decodes the meta line into meta and hands every event to fn, in file order; the event
-// is reused after fn returns.
-func scan(r io.Reader, meta *Meta, warnings *[]string, fn func(*Event)) error {
+// is reused after fn returns. An error from fn stops it, and is returned.
+func scan(r io.Reader, meta *Meta, warnings *[]string, fn func(*Event) error) error {
 	br := bufio.NewReaderSize(r, 1<<16)
 	seenMeta := false
 	var e Event
@@ -113,7 +113,9 @@ func scan(r io.Reader, meta *Meta, warnings *[]string, fn func(*Event)) error {
 			if !seenMeta {
 				derr = decodeMeta(line, meta)
 			} else if derr = decodeEvent(line, &e); derr == nil {
-				fn(&e)
+				if err := fn(&e); err != nil {
+					return err
+				}
 			}
 			switch {
 			case derr == nil:

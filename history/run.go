@@ -91,21 +91,27 @@ func (b *runBuilder) add(e *Event) {
 		}
 		complete(&b.run.Ops[j], e)
 	case TypeFault:
-		switch e.Phase {
-		case PhaseStart:
-			b.faults[e.Fault] = len(b.run.Faults)
-			b.run.Faults = append(b.run.Faults, FaultSpan{ID: e.Fault, Rule: e.Rule, Name: e.Name, Target: e.Target,
-				Point: e.Point, Detail: e.Detail, Start: e.AtNs, End: Never, Error: e.Error})
-		case PhaseEnd:
-			if j, ok := b.faults[e.Fault]; ok {
-				b.run.Faults[j].End = e.AtNs
-				if e.Error != "" {
-					b.run.Faults[j].Error = e.Error
-				}
+		addFault(&b.run, b.faults, e)
+	}
+}
+
+// addFault applies a fault line to run's fault spans (index: fault id → index in them) and
+// unfired faults.
+func addFault(run *Run, index map[int64]int, e *Event) {
+	switch e.Phase {
+	case PhaseStart:
+		index[e.Fault] = len(run.Faults)
+		run.Faults = append(run.Faults, FaultSpan{ID: e.Fault, Rule: e.Rule, Name: e.Name, Target: e.Target,
+			Point: e.Point, Detail: e.Detail, Start: e.AtNs, End: Never, Error: e.Error})
+	case PhaseEnd:
+		if j, ok := index[e.Fault]; ok {
+			run.Faults[j].End = e.AtNs
+			if e.Error != "" {
+				run.Faults[j].Error = e.Error
 			}
-		case PhaseUnfired:
-			b.run.Unfired = append(b.run.Unfired, UnfiredFault{Rule: e.Rule, Name: e.Name, Point: e.Point, Reason: e.Detail})
 		}
+	case PhaseUnfired:
+		run.Unfired = append(run.Unfired, UnfiredFault{Rule: e.Rule, Name: e.Name, Point: e.Point, Reason: e.Detail})
 	}
 }
 

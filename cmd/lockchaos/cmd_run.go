@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -149,6 +150,11 @@ func cmdCheck(args []string, stdout, stderr io.Writer) (int, error) {
 	if _, err := os.Stat(filepath.Join(dir, harness.HistoryFile)); err != nil {
 		return 0, usagef("no %s in %s: give the directory of a run", harness.HistoryFile, dir)
 	}
+	if os.Getenv("GOGC") == "" {
+		// A long history is checked in bounded segments, a few tens of MB live: collecting
+		// garbage at 4× that instead of 2× saves a quarter of the check's time.
+		debug.SetGCPercent(400)
+	}
 	out, err := runner.CheckDir(dir, runner.CheckOptions{Write: write, Progress: checkProgress(stderr)})
 	if err != nil {
 		return 0, err
@@ -194,7 +200,7 @@ func checkProgress(stderr io.Writer) func(stage string, done, total int64) {
 			bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(stderr), progressbar.OptionShowBytes(true),
 				progressbar.OptionSetElapsedTime(true), progressbar.OptionSetPredictTime(true),
 				progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish(),
-				progressbar.OptionSetDescription("reading history"))
+				progressbar.OptionSetDescription("reading and checking the history"))
 		}
 		switch stage {
 		case "read":

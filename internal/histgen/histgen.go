@@ -7,8 +7,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
@@ -56,8 +58,33 @@ func metaOf(cfg Config) history.Meta {
 		Seed: int64(cfg.Seed), Clients: cfg.Clients, TTLNs: int64(cfg.TTL)}
 }
 
-// generate hands each event to out, in time order per client; out must not keep e or its Value.
+// generate hands each event to out in time order, as the harness records them; out must not keep
+// e or its Value.
 func generate(cfg Config, out func(e *history.Event)) {
+	// Critical sections are generated one after the other, but a client waiting for the lock
+	// invoked its acquire long before its turn: events wait in a heap until no event still to
+	// be generated can come before them (none comes before the earliest next acquire).
+	var pending timeHeap
+	sorted := func(e *history.Event) {
+		q := queued{e: *e, seq: pending.seq}
+		pending.seq++
+		if e.Value != nil {
+			q.v = *e.Value
+			q.e.Value = nil
+			q.hasV = true
+		}
+		pending.push(q)
+	}
+	release := func(before int64) {
+		for len(pending.q) > 0 && pending.q[0].e.AtNs < before {
+			q := pending.pop()
+			if q.hasV {
+				q.e.Value = &q.v
+			}
+			out(&q.e)
+		}
+	}
+	defer release(math.MaxInt64)
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	n := max(cfg.Ops/4, 1)
 	var scratch int64
@@ -72,13 +99,13 @@ func generate(cfg Config, out func(e *history.Event)) {
 		if op == history.OpWrite {
 			inv.Value = v
 		}
-		out(&inv)
+		sorted(&inv)
 		if done != "" {
 			c := history.Event{Type: done, ID: id, AtNs: ret, Error: errText}
 			if op == history.OpRead && done == history.TypeOk {
 				c.Value = v
 			}
-			out(&c)
+			sorted(&c)
 		}
 		return id
 	}
@@ -90,6 +117,7 @@ func generate(cfg Config, out func(e *history.Event)) {
 	}
 	var free, counter int64 // when the lock is next free; the resource's value
 	for k := 0; k < n; k++ {
+		release(slices.Min(next))
 		c := rng.IntN(cfg.Clients)
 		client := c + 1
 		call := next[c]
@@ -137,6 +165,19 @@ func generate(cfg Config, out func(e *history.Event)) {
 	}
 }
 
+// Encode returns h as its history file would hold it.
+func Encode(h *history.History) ([]byte, error) {
+	buf, err := json.Marshal(h.Meta)
+	if err != nil {
+		return nil, fmt.Errorf("histgen: %w", err)
+	}
+	buf = append(buf, '\n')
+	for _, e := range h.Events {
+		buf = history.AppendJSON(buf, e)
+	}
+	return buf, nil
+}
+
 // WriteFile generates the history of cfg straight into a history file at path, without holding
 // it in memory (ten million operations are a 1.4 GB file).
 func WriteFile(path string, cfg Config) (err error) {
@@ -173,4 +214,58 @@ func WriteFile(path string, cfg Config) (err error) {
 		return fmt.Errorf("histgen: %w", werr)
 	}
 	return nil
+}
+
+// queued is an event waiting for its turn, with its value (the generator reuses its pointer).
+type queued struct {
+	e    history.Event
+	v    int64
+	hasV bool
+	seq  int64 // generation order, which orders events at one instant
+}
+
+// timeHeap orders queued events by time. It holds only the events of the clients waiting for the
+// lock, a few dozen: a typed heap, without container/heap's boxing of each one.
+type timeHeap struct {
+	q   []queued
+	seq int64
+}
+
+func (h *timeHeap) less(i, j int) bool {
+	a, b := &h.q[i], &h.q[j]
+	return a.e.AtNs < b.e.AtNs || a.e.AtNs == b.e.AtNs && a.seq < b.seq
+}
+
+func (h *timeHeap) push(x queued) {
+	h.q = append(h.q, x)
+	for i := len(h.q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h.q[i], h.q[p] = h.q[p], h.q[i]
+		i = p
+	}
+}
+
+func (h *timeHeap) pop() queued {
+	x := h.q[0]
+	n := len(h.q) - 1
+	h.q[0] = h.q[n]
+	h.q = h.q[:n]
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && h.less(c+1, c) {
+			c++
+		}
+		if !h.less(c, i) {
+			break
+		}
+		h.q[i], h.q[c] = h.q[c], h.q[i]
+		i = c
+	}
+	return x
 }

@@ -223,21 +223,30 @@ func check(dir string, timeout time.Duration, progress func(string, int64, int64
 	if st, err := f.Stat(); err == nil {
 		size = st.Size()
 	}
-	h, err := history.ReadRun(&progressReader{r: f, size: size, report: progress}, size)
+	// A long history is checked as it is read (checker.CheckReader), so the bar of the bytes
+	// read is the check's progress too.
+	h, out, err := checker.CheckReader(&progressReader{r: f, size: size, report: progress}, size, checker.Options{Timeout: timeout})
 	if err != nil {
 		return nil, nil, err
 	}
 	progress("read", size, size)
 	progress("check", 0, 0)
-	return h, checker.CheckRun(h, checker.Options{Timeout: timeout}), nil
+	return h, out, nil
 }
 
 // progressReader reports the bytes read every few MB.
 type progressReader struct {
-	r          io.Reader
+	r          io.ReadSeeker
 	read, next int64
 	size       int64
 	report     func(string, int64, int64)
+}
+
+// Seek rewinds the bar with the file, for a history the checker reads a second time.
+func (p *progressReader) Seek(offset int64, whence int) (int64, error) {
+	n, err := p.r.Seek(offset, whence)
+	p.read, p.next = n, n
+	return n, err
 }
 
 func (p *progressReader) Read(b []byte) (int, error) {
