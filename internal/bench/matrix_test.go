@@ -32,6 +32,11 @@ func BenchmarkMatrixParallel(b *testing.B) {
 		clean  int
 		issues []string
 	}
+	// An unclean matrix's runs are kept for their histories and reports; the clean ones go.
+	keep, err := filepath.Abs(filepath.Join("..", "..", "out", "bench-matrix"))
+	if err != nil {
+		b.Fatal(err)
+	}
 	var rows []level
 	// Repeats interleave the levels, so a slow spell of the machine does not fall on one level.
 	for _, p := range levels {
@@ -40,7 +45,8 @@ func BenchmarkMatrixParallel(b *testing.B) {
 	for rep := range reps {
 		for i := range rows {
 			l := &rows[i]
-			out := filepath.Join(b.TempDir(), fmt.Sprintf("p%d-r%d", l.p, rep))
+			out := filepath.Join(keep, fmt.Sprintf("p%d-r%d", l.p, rep+1))
+			_ = os.RemoveAll(out) // a previous bench's
 			cmd := exec.Command(bin, "matrix", "--parallel", strconv.Itoa(l.p), "--out", out, "--quiet")
 			t0 := time.Now()
 			o, err := cmd.CombinedOutput()
@@ -57,13 +63,17 @@ func BenchmarkMatrixParallel(b *testing.B) {
 				l.issues = append(l.issues, fmt.Sprintf("repeat %d: %s", rep+1, is))
 			}
 			b.Logf("--parallel %d repeat %d: %v, %d issues", l.p, rep+1, l.walls[len(l.walls)-1].Round(time.Second), len(issues))
-			_ = os.RemoveAll(out)
+			if len(issues) == 0 {
+				_ = os.RemoveAll(out)
+			} else {
+				b.Logf("kept: %s", out)
+			}
 		}
 	}
 	var s strings.Builder
 	fmt.Fprintf(&s, "`go test -run '^$' -bench BenchmarkMatrixParallel -benchtime 1x -timeout 90m ./internal/bench/` — "+
 		"`lockchaos matrix --parallel P --quiet` over the default catalogue, local backend, %d repeats of each level (interleaved). "+
-		"Clean = every cell's verdict matched the catalogue and every evidence was ok. Reference: --parallel %d in the same run. Load average before: %s, after: %s.\n\n",
+		"Clean = every cell's verdict matched the catalogue and every evidence was ok (an unclean matrix's runs are kept in out/bench-matrix/pP-rR). Reference: --parallel %d in the same run. Load average before: %s, after: %s.\n\n",
 		reps, levels[0], load, bench.LoadAvg())
 	s.WriteString("| --parallel | wall (median) | min | max | speed-up | clean repeats | what was not |\n|---:|---:|---:|---:|---:|---|---|\n")
 	ref := bench.MedianDuration(rows[0].walls)
