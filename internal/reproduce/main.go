@@ -53,7 +53,7 @@ func main() {
 
 	m := runner.Matrix{Runs: *runs, Parallel: *parallel,
 		Keep: func(c scenarios.Cell) bool {
-			return c.NA == "" && c.Expected != "" && (*onlyAlgs == "" || slices.Contains(strings.Split(*onlyAlgs, ","), c.Algorithm))
+			return measured(c) && (*onlyAlgs == "" || slices.Contains(strings.Split(*onlyAlgs, ","), c.Algorithm))
 		}}
 	for _, s := range scenarios.All() {
 		if *only == "" || slices.Contains(strings.Split(*only, ","), s.Name) {
@@ -128,7 +128,7 @@ func main() {
 		}
 		lines = mergeLines(old, lines, func(l line) bool {
 			return slices.ContainsFunc(all, func(c scenarios.Cell) bool {
-				return c.Algorithm == l.algorithm && c.Scenario == l.scenario && c.NA == "" && c.Expected != ""
+				return c.Algorithm == l.algorithm && c.Scenario == l.scenario && measured(c)
 			})
 		})
 	}
@@ -220,6 +220,9 @@ func parseMs(s string) float64 {
 	}
 	return v
 }
+
+// measured reports whether the table has a row for cell c: it applies and has an expectation.
+func measured(c scenarios.Cell) bool { return c.NA == "" && c.Expected != "" }
 
 // supersede drops the header's lines about an earlier re-run of the same command: its rows are
 // all replaced.
