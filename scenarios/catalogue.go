@@ -211,14 +211,19 @@ func registerCatalogue() bool {
 			"zookeeper": {Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "minority", Amount: ms(ttl/2 + 50)}}},
 			// getset's race under latency, forced at its point so the cell is deterministic
 			// (DESIGN.md §10): the server answers the release GET at once but the reply reaches
-			// the holder after its TTL; meanwhile a waiter's GETSET took the lock over, and the
-			// holder's DEL, sent on its stale GET, removes the new holder's key.
-			// A hold of 150 ms keeps the lock held nearly all the time, so the late DEL finds a
-			// holder's key (with 10 ms holds it fell into a gap in 1 of 6 runs).
-			// It fires at the fourth release (Skip 3), in the steady state: the first releases
-			// come while the others' first acquires, all called at 0, spin out their timeouts.
+			// the holder after its lease ended; meanwhile a waiter's GETSET took the lock over,
+			// and the holder's DEL, sent on its stale GET, removes the new holder's key while
+			// that one still holds it, so a third client is granted the lock during its lease.
+			// The timing, with holds of 150 ms: the trigger's key expires 350 ms after its
+			// release began, a waiter takes it over then and holds 150 ms, and the DEL lands at
+			// TTL−75 = 425 ms, in the middle of that hold. Acquires time out after 300 ms, so
+			// every grant comes to an acquire called less than TTL−hold ago and its holder holds
+			// (a waiter that had waited longer took the lock and gave it back at once, unused,
+			// and a losing GETSET then left a key nobody held for the DEL to remove: 1 miss in 6
+			// matrices at --parallel 4, when the DEL came at TTL+100 and had to find a second
+			// waiter's hold). It fires at the fourth release (Skip 3), in the steady state.
 			"getset": {Faults: []faults.Spec{{Kind: "latency", Point: "cs:before-release", Skip: 3, Clients: "trigger", Nodes: "all",
-				Amount: ms(ttl + 100), For: ms(ttl + 300), Stream: "downstream"}}, Workload: Workload{Hold: ms(150)}},
+				Amount: ms(ttl - 75), For: ms(ttl + 300), Stream: "downstream"}}, Workload: Workload{Hold: ms(150), AcquireTimeout: ms(300)}},
 		},
 		Expect: expect("S", "S", "S", "Us: a late GET reply lets its DEL remove a new holder's key", "S", "S", "S"),
 	})
