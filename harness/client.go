@@ -84,7 +84,7 @@ func (c *client) once(ctx context.Context) error {
 	}
 
 	rel := c.rec.invoke(history.Event{Op: history.OpRelease, Client: c.id, Lock: c.lock, Acq: acq})
-	rctx, cancel := context.WithTimeout(ctx, c.w.AcquireTimeout)
+	rctx, cancel := context.WithTimeout(ctx, c.w.ReleaseTimeout)
 	err = c.locker.Release(rctx, lease)
 	cancel()
 	switch {

@@ -30,6 +30,10 @@ type Workload struct {
 	Think time.Duration
 	// AcquireTimeout bounds one Acquire call (default 2×TTL, at least 1s).
 	AcquireTimeout time.Duration
+	// ReleaseTimeout bounds one Release call (default AcquireTimeout). A scenario that stops the
+	// releasing client for longer than its acquires may wait sets it apart: a client woken past
+	// it finds its context ended and gives its release up.
+	ReleaseTimeout time.Duration
 	// Fencing makes the resource reject writes whose fence is below the highest seen.
 	Fencing bool
 	// SessionTimeout is ZooKeeper's session timeout (default TTL).
@@ -152,6 +156,9 @@ func (c Config) withDefaults() (Config, algorithms.Info, error) {
 	}
 	if c.AcquireTimeout == 0 {
 		c.AcquireTimeout = max(2*c.TTL, time.Second)
+	}
+	if c.ReleaseTimeout == 0 {
+		c.ReleaseTimeout = c.AcquireTimeout
 	}
 	if c.OpTimeout == 0 {
 		// Generous enough for a loaded 2-core CI machine, short against the TTL so a black-holed

@@ -107,12 +107,17 @@ func registerCatalogue() bool {
 			For: ms(2 * ttl)}},
 		Variants: map[string]Variant{
 			// At the fourth release, in the steady state (as client-pause's getset variant), for
-			// 2×TTL+300 ms: the DEL lands after the unheld gap that follows the holder's expiry
-			// (see client-pause; with TTL+300 ms it landed there in 4 of 20 runs). The release's
-			// timeout (the acquire timeout) is raised to 3 s to outlast the pause: a client
-			// stopped past it finds its context ended when it wakes and gives the DEL up.
-			"getset": {Faults: []faults.Spec{{Kind: "client-pause", Point: "release:after-get", Skip: 3, For: ms(2*ttl + 300)}},
-				Workload: Workload{AcquireTimeout: ms(3000)}},
+			// TTL−75 ms: the holder's key expires 350 ms after its GET, a waiter takes it over and
+			// holds 150 ms, and the DEL lands in the middle of that hold (as latency's getset
+			// variant). Acquires time out after 300 ms, so every grant comes to an acquire called
+			// less than TTL−hold ago and its holder holds; the release's timeout is 3 s, to outlast
+			// the pause (a client woken past it finds its context ended and gives the DEL up).
+			// Before: a pause of 2×TTL+300 ms and acquires of 3 s, the DEL meant for a later
+			// holder's hold — it found none in 1 of 5 matrices at --parallel 4 (both takeover
+			// winners had waited longer than the lease and gave the lock back unused, and losing
+			// GETSETs left keys nobody held).
+			"getset": {Faults: []faults.Spec{{Kind: "client-pause", Point: "release:after-get", Skip: 3, For: ms(ttl - 75)}},
+				Workload: Workload{AcquireTimeout: ms(300), ReleaseTimeout: ms(3000)}},
 		},
 		Expect: expect("S: no expiry, the DEL is the holder's own", "Us", "Us", "Us", "S", "S", "S"),
 	})

@@ -23,6 +23,7 @@ type Workload struct {
 	Hold           Duration `yaml:"hold,omitempty" json:"hold,omitempty"`
 	Think          Duration `yaml:"think,omitempty" json:"think,omitempty"`
 	AcquireTimeout Duration `yaml:"acquire_timeout,omitempty" json:"acquire_timeout,omitempty"`
+	ReleaseTimeout Duration `yaml:"release_timeout,omitempty" json:"release_timeout,omitempty"`
 	OpTimeout      Duration `yaml:"op_timeout,omitempty" json:"op_timeout,omitempty"`
 	SessionTimeout Duration `yaml:"session_timeout,omitempty" json:"session_timeout,omitempty"`
 	Fencing        bool     `yaml:"fencing,omitempty" json:"fencing,omitempty"`
@@ -52,6 +53,7 @@ func (w Workload) merge(o Workload) Workload {
 	set(&w.Hold, o.Hold)
 	set(&w.Think, o.Think)
 	set(&w.AcquireTimeout, o.AcquireTimeout)
+	set(&w.ReleaseTimeout, o.ReleaseTimeout)
 	set(&w.OpTimeout, o.OpTimeout)
 	set(&w.SessionTimeout, o.SessionTimeout)
 	set(&w.Duration, o.Duration)

@@ -59,7 +59,7 @@ func Config(c scenarios.Cell, o Options, run int) harness.Config {
 		Topology: c.Topology, Nodes: c.Nodes, Backend: o.Backend, Proxies: o.Proxies,
 		Workload: harness.Workload{
 			Clients: w.Clients, TTL: w.TTL.D(), Hold: w.Hold.D(), Think: w.Think.D(),
-			AcquireTimeout: w.AcquireTimeout.D(), SessionTimeout: w.SessionTimeout.D(),
+			AcquireTimeout: w.AcquireTimeout.D(), ReleaseTimeout: w.ReleaseTimeout.D(), SessionTimeout: w.SessionTimeout.D(),
 			OpTimeout: w.OpTimeout.D(), Fencing: w.Fencing,
 			NoHold: w.ZeroHold, NoThink: w.ZeroThink, LockPerClient: w.LockPerClient,
 		},
