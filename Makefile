@@ -53,7 +53,7 @@ test-short: ## unit tests only (no servers)
 	$(GO) test -short -count=1 ./...
 
 run: deps build ## the main job: the default scenario matrix on the local backend, writing out/index.html
-	$(BIN) matrix --out $(OUT) --parallel 2
+	$(BIN) matrix --out $(OUT) --parallel 4
 
 matrix: run ## alias of run
 
