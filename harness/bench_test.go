@@ -95,14 +95,8 @@ func floorRate(b *testing.B, cfg Config) cost {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := cluster.Start(ctx, cluster.Spec{Topology: cfg.Topology, Clients: cfg.Clients,
+	cl := startTopology(ctx, b, cluster.Spec{Topology: cfg.Topology, Clients: cfg.Clients,
 		Proxies: cfg.Proxies == ProxyAlways, Dir: cfg.Dir})
-	if errors.Is(err, cluster.ErrMissingBinary) {
-		b.Skipf("skip: %v", err)
-	}
-	if err != nil {
-		b.Fatalf("start %s: %v", cfg.Topology, err)
-	}
 	defer cl.Close()
 	lockers := make([]algorithms.Locker, cfg.Clients)
 	for i := range lockers {
@@ -149,6 +143,19 @@ func floorRate(b *testing.B, cfg Config) cost {
 		clientCPU: time.Duration(float64(self1-self0) / cmds), srvCPU: time.Duration(float64(child2-child1) / cmds)}
 }
 
+// startTopology starts the servers of a reference measurement; a missing server binary skips.
+func startTopology(ctx context.Context, b *testing.B, spec cluster.Spec) cluster.Cluster {
+	b.Helper()
+	cl, err := cluster.Start(ctx, spec)
+	if errors.Is(err, cluster.ErrMissingBinary) {
+		b.Skipf("skip: %v", err)
+	}
+	if err != nil {
+		b.Fatalf("start %s: %v", spec.Topology, err)
+	}
+	return cl
+}
+
 // referenceRate starts the algorithm's topology with the same proxy setting and returns the summed
 // rate redis-benchmark (SET, the same client count per node) reaches on its data nodes, all at
 // once, and the CPU per command.
@@ -160,13 +167,7 @@ func referenceRate(b *testing.B, alg string, clients int, proxied bool) cost {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := cluster.Start(ctx, cluster.Spec{Topology: topo, Clients: 1, Proxies: proxied, Dir: b.TempDir()})
-	if errors.Is(err, cluster.ErrMissingBinary) {
-		b.Skipf("skip: %v", err)
-	}
-	if err != nil {
-		b.Fatalf("start %s: %v", topo, err)
-	}
+	cl := startTopology(ctx, b, cluster.Spec{Topology: topo, Clients: 1, Proxies: proxied, Dir: b.TempDir()})
 	defer cl.Close()
 	self0, child0 := bench.CPU()
 	rate, reqs, err := bench.RedisBenchmarkAll(ctx, cl.Endpoints(1).Addrs, clients, benchRun-benchWarm)
