@@ -226,9 +226,12 @@ func registerCatalogue() bool {
 			// (a waiter that had waited longer took the lock and gave it back at once, unused,
 			// and a losing GETSET then left a key nobody held for the DEL to remove: 1 miss in 6
 			// matrices at --parallel 4, when the DEL came at TTL+100 and had to find a second
-			// waiter's hold). It fires at the fourth release (Skip 3), in the steady state.
+			// waiter's hold). It fires at the fourth release (Skip 3), in the steady state. The
+			// release's own timeout (3 s) outlasts the late reply, so the release is not past its
+			// deadline when it sends the DEL.
 			"getset": {Faults: []faults.Spec{{Kind: "latency", Point: "cs:before-release", Skip: 3, Clients: "trigger", Nodes: "all",
-				Amount: ms(ttl - 75), For: ms(ttl + 300), Stream: "downstream"}}, Workload: Workload{Hold: ms(150), AcquireTimeout: ms(300)}},
+				Amount: ms(ttl - 75), For: ms(ttl + 300), Stream: "downstream"}},
+				Workload: Workload{Hold: ms(150), AcquireTimeout: ms(300), ReleaseTimeout: ms(3000)}},
 		},
 		Expect: expect("S", "S", "S", "Us: a late GET reply lets its DEL remove a new holder's key", "S", "S", "S"),
 	})
