@@ -1,6 +1,9 @@
 package cluster
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // The cluster is two layers (DESIGN.md §1, §3):
 //
@@ -59,8 +62,10 @@ type machine interface {
 type server struct {
 	// first holds redis config lines for the first start only (replicaof: a restart is empty).
 	first []string
-	// master is the node a sentinel monitors.
-	master *node
+	// master is the node a sentinel monitors; downAfter, how long the master may go without
+	// answering before this sentinel calls it down (sentinelConfig).
+	master    *node
+	downAfter time.Duration
 	// id and ensemble are a ZooKeeper member's myid and all members.
 	id       int
 	ensemble []*node

@@ -59,7 +59,7 @@ func (b *docker) sentinelCommand(m *dockerNode) []string {
 	host, port, _ := net.SplitHostPort(m.n.srv.master.inner)
 	// Names, not addresses: a container's address changes when it is started again.
 	lines := append([]string{"sentinel resolve-hostnames yes", "sentinel announce-hostnames yes"},
-		sentinelConfig(sentinelPort, "/tmp", host, port)...)
+		sentinelConfig(sentinelPort, "/tmp", host, port, m.n.srv.downAfter)...)
 	// Announced by name too, so the sentinels a client discovers through SENTINEL SENTINELS
 	// are reached through its proxies (Dial), not directly at a container address.
 	lines = append(lines, "bind 0.0.0.0", "protected-mode no",

@@ -35,7 +35,7 @@ func (b *local) argv(m *process, restart bool) ([]string, error) {
 			}
 		}
 		host, mport, _ := strings.Cut(n.srv.master.inner, ":")
-		path, err := writeConfig(m.dir, "sentinel.conf", sentinelConfig(n.ports[0], m.dir, host, mport))
+		path, err := writeConfig(m.dir, "sentinel.conf", sentinelConfig(n.ports[0], m.dir, host, mport, n.srv.downAfter))
 		return []string{redisSentinelBin, path}, err
 	case n.Kind == KindZooKeeper:
 		return b.zooKeeperArgv(m)

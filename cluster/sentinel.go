@@ -61,7 +61,8 @@ func (c *topo) startSentinelTopology(ctx context.Context) error {
 	}
 	var sents []*node
 	for i := 0; i < 3; i++ {
-		s := c.newNode(fmt.Sprintf("sentinel-%d", i+1), KindSentinel, ports[2+i], server{master: master})
+		srv := server{master: master, downAfter: sentinelDownAfter(i)}
+		s := c.newNode(fmt.Sprintf("sentinel-%d", i+1), KindSentinel, ports[2+i], srv)
 		s.ready = func(ctx context.Context) error { return sentinelReady(ctx, s.Addr, s.restarted) }
 		c.add(s)
 		sents = append(sents, s)
@@ -84,12 +85,11 @@ func replicaInSync(ctx context.Context, addr string) error {
 //
 // Tuned for detection speed (the failover cells' time to detection): a quorum of 1 makes a
 // sentinel's own SDOWN an ODOWN at once, without waiting for the others' answers (asked once a
-// second), and the master is SDOWN after 500 ms without a reply. The leader election still needs
-// a majority of the three sentinels. Measured on the local backend, kill to the first grant by
-// the promoted replica: ≈3.1 s with quorum 2 and 1000 ms, ≈2.1 s so (5 of 5 runs). The
-// sentinels reach the master directly, not through a proxy, so no fault but a failover's kill
-// can make it look down.
-func sentinelConfig(port int, dir, masterHost, masterPort string) []string {
+// second). The leader election still needs a majority of the three sentinels. Measured on the
+// local backend, kill to the first grant by the promoted replica: ≈3.1 s with quorum 2 and
+// 1000 ms, ≈2.1 s so (5 of 5 runs). The sentinels reach the master directly, not through a
+// proxy, so no fault but a failover's kill can make it look down.
+func sentinelConfig(port int, dir, masterHost, masterPort string, downAfter time.Duration) []string {
 	return []string{
 		"bind 127.0.0.1",
 		"protected-mode yes",
@@ -99,10 +99,29 @@ func sentinelConfig(port int, dir, masterHost, masterPort string) []string {
 		"daemonize no",
 		"set-proc-title no",
 		fmt.Sprintf("sentinel monitor %s %s %s 1", sentinelMasterName, masterHost, masterPort),
-		fmt.Sprintf("sentinel down-after-milliseconds %s 500", sentinelMasterName),
+		fmt.Sprintf("sentinel down-after-milliseconds %s %d", sentinelMasterName, downAfter.Milliseconds()),
 		fmt.Sprintf("sentinel failover-timeout %s 3000", sentinelMasterName),
 		fmt.Sprintf("sentinel parallel-syncs %s 1", sentinelMasterName),
 	}
+}
+
+// sentinelDownAfter is the down-after-milliseconds of the i-th sentinel (from 0): 500 ms for the
+// first, a second more for each next one, so one sentinel always starts the failover alone.
+//
+// With quorum 1, a sentinel starts a failover, voting for itself, as soon as it finds the master
+// down. When all three did so at 500 ms, on a loaded machine they could start within the ≈50 ms
+// a vote request took to be answered, each voting for itself, and nobody won the majority: each
+// gave up after the election timeout (the failover-timeout, 3 s) and tried again only 2 ×
+// failover-timeout after its start, so the promotion came 6 s late (a CI run: the first grant by
+// the promoted replica at 8.1 s, not 2.1 s, at the end of token+fence × failover's fault phase;
+// here 5 of 32 runs of that cell, four at once beside two CPU-bound loops, the sentinels' logs
+// saying -failover-abort-not-elected). Staggered, the first sentinel asks the others for their
+// vote 1 s before they would find the master down themselves, and a sentinel that votes for
+// another postpones its own failover (Sentinel's sentinelVoteLeader): 0 of 32 split, every
+// promotion from the first election. Should that election fail anyway, the second sentinel
+// starts its own at 1.5 s.
+func sentinelDownAfter(i int) time.Duration {
+	return 500*time.Millisecond + time.Duration(i)*time.Second
 }
 
 // sentinelReady says whether the sentinel at addr is ready: it knows the master and, on a fresh

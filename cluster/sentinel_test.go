@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -42,6 +44,7 @@ func TestRedisSentinelFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	staggeredDownAfter(t, c)
 	repl, err := c.ReplicationLink()
 	if err != nil || repl == nil {
 		t.Fatalf("ReplicationLink = %v, %v", repl, err)
@@ -74,5 +77,36 @@ func TestRedisSentinelFailover(t *testing.T) {
 	}
 	if err := c.Restart(ctx, "redis-1"); err != nil {
 		t.Errorf("Restart of the old master: %v", err)
+	}
+}
+
+// staggeredDownAfter checks that the running sentinels find a dead master down at least a second
+// apart, so that the first of them wins the election alone (sentinelDownAfter). With the same
+// down-after for all three, 5 of 32 runs of token+fence × failover with four at once beside two
+// CPU-bound loops had a split first election (every sentinel voted for itself; the logs say
+// -failover-abort-not-elected) and a promotion 6 s late; staggered, 0 of 32.
+func staggeredDownAfter(t *testing.T, c *topo) {
+	t.Helper()
+	ctx := ctxT(t, 10*time.Second)
+	var ms []int
+	for _, s := range c.sents {
+		v, err := redisDo(ctx, s.Addr, time.Second, "SENTINEL", "MASTER", sentinelMasterName)
+		if err != nil {
+			t.Fatalf("%s: SENTINEL MASTER: %v", s.Name, err)
+		}
+		fields, _ := v.([]string)
+		d := -1
+		for i := 0; i+1 < len(fields); i += 2 {
+			if fields[i] == "down-after-milliseconds" {
+				d, _ = strconv.Atoi(fields[i+1])
+			}
+		}
+		ms = append(ms, d)
+	}
+	sort.Ints(ms)
+	for i := 1; i < len(ms); i++ {
+		if ms[0] < 0 || ms[i]-ms[i-1] < 1000 {
+			t.Fatalf("the sentinels' down-after-milliseconds are %v: want each at least 1000 ms from the next, so one sentinel starts the failover alone", ms)
+		}
 	}
 }
