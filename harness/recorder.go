@@ -25,14 +25,29 @@ var (
 
 func (r *recorder) now() int64 { return int64(time.Since(r.base)) }
 
-func (r *recorder) write(e history.Event) {
-	if benchObserve != nil {
-		benchObserve(e)
+// write appends e to the history. stamp sets its AtNs to the run's clock under the writer's lock
+// (history.Writer.WriteStamped): the clients' invocations and completions are in the file in time
+// order, as Jepsen's histories are, and a reader can cut the file where it likes (history's
+// segments need no reordering across a cut).
+func (r *recorder) write(e history.Event, stamp bool) {
+	if benchObserve != nil || benchNoRecord { // benchmarks only
+		if stamp {
+			e.AtNs, stamp = r.now(), false
+		}
+		if benchObserve != nil {
+			benchObserve(e)
+		}
+		if benchNoRecord {
+			return
+		}
 	}
-	if benchNoRecord {
-		return
+	var err error
+	if stamp {
+		err = r.w.WriteStamped(e, r.now)
+	} else {
+		err = r.w.Write(e)
 	}
-	if err := r.w.Write(e); err != nil {
+	if err != nil {
 		r.fail(err)
 	}
 }
@@ -47,21 +62,21 @@ func (r *recorder) fail(err error) {
 
 // invoke records an invocation and returns its id.
 func (r *recorder) invoke(e history.Event) int64 {
-	e.Type, e.ID, e.AtNs = history.TypeInvoke, r.nextID.Add(1), r.now()
-	r.write(e)
+	e.Type, e.ID = history.TypeInvoke, r.nextID.Add(1)
+	r.write(e, true)
 	return e.ID
 }
 
 // complete records the completion of operation id.
 func (r *recorder) complete(id int64, typ history.Type, e history.Event) {
-	e.Type, e.ID, e.AtNs = typ, id, r.now()
-	r.write(e)
+	e.Type, e.ID = typ, id
+	r.write(e, true)
 }
 
 // fault records a fault line, and syncs the file: fault boundaries are what a reader of a killed
 // run most needs.
 func (r *recorder) fault(e history.Event) {
-	r.write(e)
+	r.write(e, false)
 	if err := r.w.Sync(); err != nil {
 		r.fail(err)
 	}

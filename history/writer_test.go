@@ -3,8 +3,10 @@ package history
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -59,5 +61,46 @@ func TestWriterBatched(t *testing.T) {
 	}
 	if h, err = ReadFile(path); err != nil || len(h.Events) != 4001 {
 		t.Fatalf("after Close: %d events, err %v; want 4001", len(h.Events), err)
+	}
+}
+
+// TestWriteStampedInTimeOrder: WriteStamped reads the clock under the writer's lock, so the file
+// is in clock order however the writers interleave. The clock here is a counter: the n-th event
+// written must carry n.
+func TestWriteStampedInTimeOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.jsonl")
+	w, err := Create(path, Meta{Algorithm: "token", Scenario: "s", Backend: "local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.FlushEvery(time.Millisecond)
+	var clock atomic.Int64
+	now := func() int64 { return clock.Add(1) }
+	var wg sync.WaitGroup
+	for c := 1; c <= 8; c++ {
+		wg.Go(func() {
+			for i := range 500 {
+				runtime.Gosched()
+				if err := w.WriteStamped(Event{Type: TypeInvoke, ID: int64(c*1000 + i), Op: OpAcquire, Client: c, Lock: "lock"}, now); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Events) != 4000 {
+		t.Fatalf("%d events, want 4000", len(h.Events))
+	}
+	for i, e := range h.Events {
+		if e.AtNs != int64(i+1) {
+			t.Fatalf("line %d (client %d) stamped %d, want %d: stamps out of file order", i+2, e.Client, e.AtNs, i+1)
+		}
 	}
 }
