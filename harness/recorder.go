@@ -15,9 +15,10 @@ type recorder struct {
 	err    atomic.Pointer[error]
 }
 
-// Benchmark hooks (bench_test.go), unset in every real run: benchObserve sees every event before
-// it is written, benchNoRecord drops events instead of writing them, so the recording overhead is
-// the rate with it set against the rate without.
+// Benchmark hooks (bench_test.go), unset in every real run: benchObserve sees every event as it
+// is written (a subscription to the history writer, see Run) or, with benchNoRecord, as it is
+// dropped instead of written, so the recording overhead is the rate with it set against the rate
+// without.
 var (
 	benchObserve  func(history.Event)
 	benchNoRecord bool
@@ -30,16 +31,14 @@ func (r *recorder) now() int64 { return int64(time.Since(r.base)) }
 // order, as Jepsen's histories are, and a reader can cut the file where it likes (history's
 // segments need no reordering across a cut).
 func (r *recorder) write(e history.Event, stamp bool) {
-	if benchObserve != nil || benchNoRecord { // benchmarks only
+	if benchNoRecord { // benchmarks only
 		if stamp {
-			e.AtNs, stamp = r.now(), false
+			e.AtNs = r.now()
 		}
 		if benchObserve != nil {
 			benchObserve(e)
 		}
-		if benchNoRecord {
-			return
-		}
+		return
 	}
 	var err error
 	if stamp {

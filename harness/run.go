@@ -84,6 +84,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// of the whole harness); their operations then read as unfinished:
 	// unknown outcomes, never false verdicts. Fault boundaries are written and synced at once.
 	w.FlushEvery(historyFlush)
+	if benchObserve != nil && !benchNoRecord {
+		w.Subscribe(benchObserve)
+	}
 	rec := &recorder{w: w, base: time.Now()}
 	err = run(ctx, cfg, info, cl, rec, res)
 	if cerr := w.Close(); err == nil {
