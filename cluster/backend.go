@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"io"
 	"time"
 )
 
@@ -55,6 +56,9 @@ type machine interface {
 	running() bool
 	// pause freezes (on) or continues the server.
 	pause(on bool) error
+	// saveLog writes the server's output so far, its last savedLogMax bytes at most, to w; false
+	// when the backend keeps none (external: someone else's server).
+	saveLog(w io.Writer) (bool, error)
 }
 
 // server says what a node runs beyond its kind, as the topology decides it; each backend turns it

@@ -122,6 +122,9 @@ type Cluster interface {
 	Master(ctx context.Context) (string, error)
 	// Leader returns the ZooKeeper leader's node name.
 	Leader(ctx context.Context) (string, error)
+	// SaveLogs writes each server's output so far (its last MiB) to dir/<node>.log, creating dir:
+	// what the servers said during a run outlives Close. The external backend writes none.
+	SaveLogs(dir string) error
 	// Close stops every server and proxy and removes the run directory. It is idempotent.
 	Close() error
 }

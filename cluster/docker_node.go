@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -171,6 +172,30 @@ func (m *dockerNode) logTail() string {
 		return ""
 	}
 	return fmt.Sprintf("\n--- docker logs %s (tail) ---\n%s", m.name, strings.TrimRight(out.String(), "\n"))
+}
+
+// saveLog copies the current container's output: a restarted redis node is a fresh container,
+// so its earlier life's output went with the old one.
+func (m *dockerNode) saveLog(w io.Writer) (bool, error) {
+	if m.res == nil {
+		return false, nil // never started
+	}
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := m.b.pool.Client.Logs(dc.LogsOptions{
+		Context: ctx, Container: m.name, OutputStream: &out, ErrorStream: &out,
+		Stdout: true, Stderr: true, Tail: "all",
+	})
+	if err != nil {
+		return false, fmt.Errorf("docker logs %s: %w", m.name, err)
+	}
+	b := out.Bytes()
+	if len(b) > savedLogMax {
+		b = b[len(b)-savedLogMax:]
+	}
+	_, err = w.Write(b)
+	return true, err
 }
 
 // splitImage splits "redis:7" into "redis", "7"; no tag means latest. A registry's port

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 )
@@ -78,6 +79,7 @@ func (m *externalNode) failed(err error) error                 { return err }
 func (m *externalNode) watch()                                 {}
 func (m *externalNode) stop()                                  {}
 func (m *externalNode) release()                               {}
+func (m *externalNode) saveLog(io.Writer) (bool, error)        { return false, nil }
 func (m *externalNode) running() bool                          { return m.started }
 func (m *externalNode) pause(bool) error {
 	return fmt.Errorf("pause goes through the cluster file's commands")

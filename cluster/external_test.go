@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -82,6 +84,13 @@ func TestExternalRedis(t *testing.T) {
 			_ = c.Close()
 		}
 	}()
+	logs := filepath.Join(t.TempDir(), "servers")
+	if err := c.SaveLogs(logs); err != nil {
+		t.Errorf("SaveLogs: %v", err)
+	}
+	if _, err := os.Stat(logs); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("SaveLogs on the external backend made %s (%v): its servers' logs are their owner's", logs, err)
+	}
 	if !strings.Contains(log.String(), "removed 1 stale lockchaos proxies of killed runs from toxiproxy "+tp) {
 		t.Errorf("log does not say the stale proxy was removed: %q", log.String())
 	}

@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -110,6 +112,26 @@ func (m *process) stop() {
 	if m.p != nil {
 		m.p.kill()
 	}
+}
+
+// saveLog copies the tail of the server's log file: both lives of a restarted server, since a
+// restart appends to it.
+func (m *process) saveLog(w io.Writer) (bool, error) {
+	f, err := os.Open(m.logPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil // never started
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > savedLogMax {
+		if _, err := f.Seek(st.Size()-savedLogMax, io.SeekStart); err != nil {
+			return false, err
+		}
+	}
+	_, err = io.Copy(w, io.LimitReader(f, savedLogMax))
+	return true, err
 }
 
 func (m *process) release()      { m.stop() }

@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 )
@@ -93,6 +96,21 @@ func (n *node) restart(ctx context.Context) error {
 	defer n.mu.Unlock()
 	n.m.stop()
 	return n.launch(ctx, true)
+}
+
+// saveLog writes the server's output so far to path; nothing when the backend keeps none.
+func (n *node) saveLog(dir string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var b bytes.Buffer
+	ok, err := n.m.saveLog(&b)
+	if err != nil || !ok {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, n.Name+".log"), b.Bytes(), 0o644)
 }
 
 func (n *node) pause(on bool) error {

@@ -1,8 +1,11 @@
 package cluster
 
 import (
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,6 +80,41 @@ func TestRedisSentinelFailover(t *testing.T) {
 	}
 	if err := c.Restart(ctx, "redis-1"); err != nil {
 		t.Errorf("Restart of the old master: %v", err)
+	}
+	// The servers' logs outlive the cluster's own files: both lives of the restarted master, the
+	// replica's promotion, the sentinels' switch.
+	savedLogs(t, c, map[string][]string{
+		"redis-1":    {"Ready to accept connections", "Ready to accept connections"},
+		"redis-2":    {"MASTER MODE enabled"},
+		"sentinel-1": {"+switch-master"},
+		"sentinel-2": {"+switch-master"},
+		"sentinel-3": {"+switch-master"},
+	})
+}
+
+// savedLogs saves c's server logs into a fresh directory and checks that each named node's log
+// holds the given lines, in order (a line named twice must be there twice).
+func savedLogs(t *testing.T, c *topo, want map[string][]string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "servers")
+	if err := c.SaveLogs(dir); err != nil {
+		t.Fatalf("SaveLogs: %v", err)
+	}
+	for node, lines := range want {
+		b, err := os.ReadFile(filepath.Join(dir, node+".log"))
+		if err != nil {
+			t.Errorf("saved log of %s: %v", node, err)
+			continue
+		}
+		rest := string(b)
+		for _, l := range lines {
+			i := strings.Index(rest, l)
+			if i < 0 {
+				t.Errorf("saved log of %s (%d bytes) lacks %q (once more)", node, len(b), l)
+				break
+			}
+			rest = rest[i+len(l):]
+		}
 	}
 }
 

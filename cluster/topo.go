@@ -205,6 +205,21 @@ func (c *topo) Close() error {
 	return c.closeErr
 }
 
+// savedLogMax bounds each server log SaveLogs writes: its last MiB.
+const savedLogMax = 1 << 20
+
+// SaveLogs writes each server's output so far to dir/<node>.log, creating dir. The external
+// backend's servers are someone else's: it writes none.
+func (c *topo) SaveLogs(dir string) error {
+	var errs []error
+	for _, name := range c.names() {
+		if err := c.byName[name].saveLog(dir); err != nil {
+			errs = append(errs, fmt.Errorf("save the log of %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // report writes to Spec.Log.
 func (c *topo) report(s string) {
 	if c.spec.Log == nil {

@@ -166,6 +166,9 @@ func TestHistoryRecordsEveryOperation(t *testing.T) {
 	if len(acquires) < 10 {
 		t.Errorf("only %d acquisitions", len(acquires))
 	}
+	if b, err := os.ReadFile(filepath.Join(dir, harness.ServersDir, "redis-1.log")); err != nil || !strings.Contains(string(b), "Ready to accept connections") {
+		t.Errorf("the run directory's %s/redis-1.log: %v, %q; want the server's log", harness.ServersDir, err, b)
+	}
 }
 
 func TestBadConfig(t *testing.T) {

@@ -21,6 +21,10 @@ var errCrashed = faults.ErrCrashed
 // HistoryFile is the name of the history in a run directory.
 const HistoryFile = "history.jsonl"
 
+// ServersDir is the run directory's folder of server logs, one <node>.log each, as the servers
+// wrote them during the run (the last MiB of each; none on the external backend).
+const ServersDir = "servers"
+
 // historyFlush is how often the recorder's queued events are written to the history.
 const historyFlush = 5 * time.Millisecond
 
@@ -89,6 +93,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	rec := &recorder{w: w, base: time.Now()}
 	err = run(ctx, cfg, info, cl, rec, res)
+	// Closing the cluster removes the servers' own files: what they said goes with the history.
+	if lerr := cl.SaveLogs(filepath.Join(cfg.Dir, ServersDir)); lerr != nil && cfg.Log != nil {
+		fmt.Fprintf(cfg.Log, "lockchaos: %v (the run itself is complete)\n", lerr)
+	}
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
