@@ -98,7 +98,7 @@ func (n *node) restart(ctx context.Context) error {
 	return n.launch(ctx, true)
 }
 
-// saveLog writes the server's output so far to path; nothing when the backend keeps none.
+// saveLog writes the server's output so far to dir/<node>.log; nothing when the backend keeps none.
 func (n *node) saveLog(dir string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
