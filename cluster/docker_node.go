@@ -161,17 +161,11 @@ func (m *dockerNode) pause(on bool) error {
 
 // logTail returns the container's last lines of output, for error messages.
 func (m *dockerNode) logTail() string {
-	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := m.b.pool.Client.Logs(dc.LogsOptions{
-		Context: ctx, Container: m.name, OutputStream: &out, ErrorStream: &out,
-		Stdout: true, Stderr: true, Tail: "15",
-	})
-	if err != nil || out.Len() == 0 {
+	b, err := m.output("15", 5*time.Second)
+	if err != nil || len(b) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("\n--- docker logs %s (tail) ---\n%s", m.name, strings.TrimRight(out.String(), "\n"))
+	return fmt.Sprintf("\n--- docker logs %s (tail) ---\n%s", m.name, strings.TrimRight(string(b), "\n"))
 }
 
 // saveLog copies the current container's output: a restarted redis node is a fresh container,
@@ -180,22 +174,28 @@ func (m *dockerNode) saveLog(w io.Writer) (bool, error) {
 	if m.res == nil {
 		return false, nil // never started
 	}
-	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := m.b.pool.Client.Logs(dc.LogsOptions{
-		Context: ctx, Container: m.name, OutputStream: &out, ErrorStream: &out,
-		Stdout: true, Stderr: true, Tail: "all",
-	})
+	b, err := m.output("all", 10*time.Second)
 	if err != nil {
 		return false, fmt.Errorf("docker logs %s: %w", m.name, err)
 	}
-	b := out.Bytes()
 	if len(b) > savedLogMax {
 		b = b[len(b)-savedLogMax:]
 	}
 	_, err = w.Write(b)
 	return true, err
+}
+
+// output returns the container's stdout and stderr as docker keeps them, interleaved: the last
+// tail lines ("all": everything).
+func (m *dockerNode) output(tail string, timeout time.Duration) ([]byte, error) {
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := m.b.pool.Client.Logs(dc.LogsOptions{
+		Context: ctx, Container: m.name, OutputStream: &out, ErrorStream: &out,
+		Stdout: true, Stderr: true, Tail: tail,
+	})
+	return out.Bytes(), err
 }
 
 // splitImage splits "redis:7" into "redis", "7"; no tag means latest. A registry's port
