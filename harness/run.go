@@ -93,10 +93,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	rec := &recorder{w: w, base: time.Now()}
 	err = run(ctx, cfg, info, cl, rec, res)
-	// Closing the cluster removes the servers' own files: what they said goes with the history.
-	if lerr := cl.SaveLogs(filepath.Join(cfg.Dir, ServersDir)); lerr != nil && cfg.Log != nil {
-		fmt.Fprintf(cfg.Log, "lockchaos: %v (the run itself is complete)\n", lerr)
-	}
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
@@ -104,6 +100,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		err = *p
 	}
 	res.Elapsed = time.Since(rec.base)
+	// Closing the cluster removes the servers' own files: what they said goes with the history,
+	// once that is safe on disk.
+	if lerr := cl.SaveLogs(filepath.Join(cfg.Dir, ServersDir)); lerr != nil && cfg.Log != nil {
+		fmt.Fprintf(cfg.Log, "lockchaos: %v (the run itself is complete)\n", lerr)
+	}
 	return res, err
 }
 
