@@ -179,6 +179,15 @@ func (c Config) withDefaults() (Config, algorithms.Info, error) {
 		// its stalls are judged as they are.
 		c.Tail = c.StuckAfter + c.TTL
 	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"acquire timeout", c.AcquireTimeout}, {"release timeout", c.ReleaseTimeout}, {"op timeout", c.OpTimeout},
+		{"session timeout", c.SessionTimeout}, {"stuck-after", c.StuckAfter}, {"tail", c.Tail}} {
+		if d.v < 0 {
+			return c, info, fmt.Errorf("%w: %s %v is negative: give a positive duration, or none for the default", ErrBadConfig, d.name, d.v)
+		}
+	}
 	switch {
 	case c.Clients < 1:
 		return c, info, fmt.Errorf("%w: clients must be at least 1 (got %d)", ErrBadConfig, c.Clients)

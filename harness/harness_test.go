@@ -181,6 +181,10 @@ func TestBadConfig(t *testing.T) {
 		{"negative clients", harness.Config{Algorithm: "token", Workload: harness.Workload{Clients: -1}, Dir: "x"}},
 		{"no dir", harness.Config{Algorithm: "token"}},
 		{"bad proxy mode", harness.Config{Algorithm: "token", Proxies: "sometimes", Dir: "x"}},
+		{"negative acquire timeout", harness.Config{Algorithm: "token", Workload: harness.Workload{AcquireTimeout: -time.Second}, Dir: "x"}},
+		{"negative release timeout", harness.Config{Algorithm: "token", Workload: harness.Workload{ReleaseTimeout: -time.Second}, Dir: "x"}},
+		{"negative op timeout", harness.Config{Algorithm: "token", Workload: harness.Workload{OpTimeout: -time.Second}, Dir: "x"}},
+		{"negative tail", harness.Config{Algorithm: "token", Tail: -time.Second, Dir: "x"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := harness.Run(context.Background(), tc.cfg)
