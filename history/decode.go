@@ -192,7 +192,7 @@ func (d *fastDecoder) field(key []byte, e *Event) bool {
 }
 
 var (
-	typeNames  = []string{string(TypeInvoke), string(TypeOk), string(TypeFail), string(TypeInfo), string(TypeFault), string(TypeMeta)}
+	typeNames  = []string{string(TypeInvoke), string(TypeOk), string(TypeFail), string(TypeInfo), string(TypeFault), string(TypeMeta), string(TypeAbort)}
 	opNames    = []string{string(OpAcquire), string(OpRelease), string(OpRead), string(OpWrite)}
 	phaseNames = []string{PhaseStart, PhaseEnd, PhaseUnfired}
 	lockNames  = []string{"lock"}

@@ -18,6 +18,7 @@ func sampleEvents() []Event {
 		{Type: TypeOk, ID: 20, AtNs: 6, Value: Int64(0)},
 		{Type: TypeFault, Phase: PhaseStart, Fault: 4, Rule: 2, Name: "client-pause", Target: "client-3", Point: "cs:before-write", AtNs: 1260000, Detail: "for 1s"},
 		{Type: TypeFault, Phase: PhaseUnfired, Rule: 1, Name: "partition", Point: "cs:acquired", Detail: "point never reached"},
+		{Type: TypeAbort, AtNs: 1301200, Error: "client 3 broke the protocol: answered id 42"},
 	}
 }
 
@@ -73,7 +74,8 @@ func TestReadRunFileMatchesRead(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("ReadRunFile:\n%+v\nRead().Run():\n%+v", got, want)
 	}
-	if len(got.Ops) != 3 || len(got.Faults) != 1 || len(got.Unfired) != 1 || len(got.Warnings) != 1 || got.End != 1301300 {
-		t.Fatalf("run = %d ops, %d faults, %d unfired, warnings %v, end %d", len(got.Ops), len(got.Faults), len(got.Unfired), got.Warnings, got.End)
+	if len(got.Ops) != 3 || len(got.Faults) != 1 || len(got.Unfired) != 1 || len(got.Warnings) != 1 || got.End != 1301300 ||
+		got.Abort != "client 3 broke the protocol: answered id 42" {
+		t.Fatalf("run = %d ops, %d faults, %d unfired, warnings %v, end %d, abort %q", len(got.Ops), len(got.Faults), len(got.Unfired), got.Warnings, got.End, got.Abort)
 	}
 }

@@ -14,6 +14,10 @@ const (
 	TypeFail   Type = "fail" // the operation definitely did not take effect
 	TypeInfo   Type = "info" // outcome unknown (timeout, connection lost)
 	TypeFault  Type = "fault"
+	// TypeAbort says the run ended before its time, Error says why (a client broke its protocol,
+	// a lock's code panicked). A run that ran its course has none. What a run cut short shows is
+	// judged, but it proves no safety: the checker makes it unknown unless it is unsafe.
+	TypeAbort Type = "abort"
 )
 
 // Op names what an operation does.

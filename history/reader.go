@@ -191,6 +191,7 @@ func (e *Event) validate() error {
 		if e.Phase != PhaseStart && e.Phase != PhaseEnd && e.Phase != PhaseUnfired {
 			return fmt.Errorf("fault with phase %q, want start, end or unfired", e.Phase)
 		}
+	case TypeAbort:
 	case TypeMeta:
 		return errors.New("a second meta line")
 	default:

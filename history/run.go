@@ -17,6 +17,9 @@ type Run struct {
 	Unfired  []UnfiredFault
 	End      int64 // the largest at_ns of any line: the run's duration
 	Warnings []string
+	// Abort is why the run ended before its time, from its abort line ("" when it ran its
+	// course; the first, should there be more).
+	Abort string
 }
 
 // Run pairs h's events (see Operations, Faults and Unfired).
@@ -92,6 +95,18 @@ func (b *runBuilder) add(e *Event) {
 		complete(&b.run.Ops[j], e)
 	case TypeFault:
 		addFault(&b.run, b.faults, e)
+	case TypeAbort:
+		addAbort(&b.run, e)
+	}
+}
+
+// addAbort applies an abort line to run.
+func addAbort(run *Run, e *Event) {
+	if run.Abort == "" {
+		run.Abort = e.Error
+		if run.Abort == "" {
+			run.Abort = "the history's abort line gives no reason"
+		}
 	}
 }
 

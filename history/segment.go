@@ -59,7 +59,7 @@ func ReadSegments(r io.Reader, minOps int, cut func(meta *Meta, ops []Operation,
 	if err := s.flush(Never); err != nil {
 		return nil, err
 	}
-	return &Run{Meta: meta, Warnings: warnings, End: s.end, Faults: s.faults.Faults, Unfired: s.faults.Unfired}, nil
+	return &Run{Meta: meta, Warnings: warnings, End: s.end, Faults: s.faults.Faults, Unfired: s.faults.Unfired, Abort: s.faults.Abort}, nil
 }
 
 type segmenter struct {
@@ -76,7 +76,7 @@ type segmenter struct {
 	// The ids invoked so far, and those of the operations of earlier segments (not carried).
 	seen, closed bitset
 	held         idSet // acquisitions granted and not released
-	// The fault spans and unfired faults so far, and the index of the spans by fault id.
+	// The fault spans, unfired faults and abort so far, and the index of the spans by fault id.
 	faults   Run
 	faultIdx map[int64]int
 	// Over the segment's operations: the latest invocation and completion, and how many of the
@@ -138,6 +138,8 @@ func (s *segmenter) add(e *Event) error {
 			return ErrUnsegmentable // an earlier segment was judged without it
 		}
 		addFault(&s.faults, s.faultIdx, e)
+	case TypeAbort:
+		addAbort(&s.faults, e)
 	}
 	return nil
 }

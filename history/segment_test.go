@@ -98,3 +98,34 @@ func TestReadSegmentsUnsegmentable(t *testing.T) {
 		}
 	}
 }
+
+// An abort line (the run ended early, and why) reaches the run whichever way it is read; a
+// history without one, as every history before it, reads as a run that ran its course.
+func TestAbortLine(t *testing.T) {
+	data, err := histgen.Encode(histgen.Generate(histgen.Config{Clients: 3, Ops: 2000, TTL: time.Second, Seed: 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const why = "client 2 broke the protocol: answered id 42"
+	aborted := history.AppendJSON(bytes.Clone(data), history.Event{Type: history.TypeAbort, AtNs: 1, Error: why})
+	for _, c := range []struct {
+		data []byte
+		want string
+	}{{data, ""}, {aborted, why}} {
+		h, err := history.Read(bytes.NewReader(c.data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, err := history.ReadRun(bytes.NewReader(c.data), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		segs, err := history.ReadSegments(bytes.NewReader(c.data), 100, nil, func(*history.Segment) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Run().Abort != c.want || run.Abort != c.want || segs.Abort != c.want {
+			t.Errorf("abort: Read %q, ReadRun %q, ReadSegments %q; want %q", h.Run().Abort, run.Abort, segs.Abort, c.want)
+		}
+	}
+}
