@@ -28,15 +28,8 @@ func CheckHistory(h *history.History, opts Options) *Outcome { return CheckRun(h
 func CheckRun(h *history.Run, opts Options) *Outcome {
 	began := time.Now()
 	r := newRun(h, opts)
-	out := &Outcome{Result: newResult(h)}
-	res := &out.Result
-	res.Warnings = append(res.Warnings, r.warnings...)
-	for _, f := range r.faults {
-		if f.Error != "" {
-			res.FaultErrors = append(res.FaultErrors, fmt.Sprintf("fault %d %s on %s: %s", f.ID, f.Name, f.Target, f.Error))
-		}
-	}
-	r.counts(res)
+	f := facts{r: r, warnings: r.warnings, ops: len(r.ops)}
+	f.lat, f.writes = r.tally(&f.counts)
 
 	// Safety.
 	ws := r.windows()
@@ -45,16 +38,11 @@ func CheckRun(h *history.Run, opts Options) *Outcome {
 	lockRes, lockLin := r.checkLock()
 	resOps := r.resourceOps()
 	resRes, resLin := r.checkResource(resOps)
-	out.Lock, out.Resource = lockLin, resLin
-	res.LockCheck, res.ResourceCheck = lockRes, resRes
-	res.ExclusionViolations = len(overlaps)
-	res.ServiceViolations = len(grants)
+	f.lockCheck, f.resourceCheck = lockRes, resRes
+	f.overlaps, f.grants = len(overlaps), len(grants)
 	lockIllegal := lockRes.Result == string(porcupine.Illegal)
-	if lockIllegal && res.ServiceViolations == 0 {
-		res.ServiceViolations = 1
-	}
 	lost, lostV := r.lostUpdates(resOps)
-	res.LostUpdates = lost
+	f.lostUpdates = lost
 	lostProven := resRes.Result == string(porcupine.Illegal)
 
 	vs, illegal, causeOf := r.grantViolations(grants, 0)
@@ -77,70 +65,126 @@ func CheckRun(h *history.Run, opts Options) *Outcome {
 		vs = append(vs, lostUpdateViolation(unlocatedLostClass(lockIllegal || len(grants) > 0)))
 	}
 	var fenceV *Violation
-	res.FenceRegressions, fenceV = r.fenceRegressions()
+	f.fenceRegressions, fenceV = r.fenceRegressions()
 	if fenceV != nil {
 		vs = append(vs, *fenceV)
 	}
 	for i := range r.ops {
 		if w := &r.ops[i]; w.Op == history.OpWrite && w.Ok() {
 			if j, ok := r.acquireOf(w); ok && expiredWrite(&r.ops[j], w) {
-				res.ExpiredWrites++
+				f.counts.ExpiredWrites++
 			}
 		}
 	}
 	slices.SortStableFunc(vs, func(x, y Violation) int { return cmp.Compare(x.AtMs, y.AtMs) })
+	f.vs = vs
 	for _, v := range vs {
-		if !slices.Contains(res.ClassesSeen, v.Class) {
-			res.ClassesSeen = append(res.ClassesSeen, v.Class)
+		if !slices.Contains(f.classes, v.Class) {
+			f.classes = append(f.classes, v.Class)
 		}
 	}
 
 	// Liveness.
-	stallD, stuck := r.liveness()
-	res.LongestStallMs = ms(int64(stallD))
+	f.longestStall, f.stuck = r.liveness()
 
-	// Evidence: could this run have failed?
-	evidence := r.evidence(res, r.unfired, nil)
-	res.Evidence = evidence
-
-	timedOut := ""
 	if lockRes.Result == string(porcupine.Unknown) || resRes.Result == string(porcupine.Unknown) {
-		timedOut = fmt.Sprintf("a linearizability check timed out after %v: the verdict is unknown, not safe (raise the timeout)", r.opts.Timeout)
+		f.timedOut = fmt.Sprintf("a linearizability check timed out after %v: the verdict is unknown, not safe (raise the timeout)", r.opts.Timeout)
 	}
-	decide(res, vs, stuck, timedOut, evidence)
+	out := &Outcome{Result: newResult(h, &f)}
+	res := &out.Result
 	if !r.opts.SkipVisualization {
 		var at int64
 		if res.FirstViolation != nil {
 			at = int64(res.FirstViolation.AtMs * float64(time.Millisecond))
 		}
-		r.visualize(out.Lock, &res.LockCheck, at)
-		r.visualize(out.Resource, &res.ResourceCheck, at)
+		r.visualize(lockLin, &res.LockCheck, at)
+		r.visualize(resLin, &res.ResourceCheck, at)
 	}
-	for _, lin := range []*Linearization{out.Lock, out.Resource} {
+	for _, lin := range []*Linearization{lockLin, resLin} {
 		if lin != nil {
 			lin.ops = nil // what was checked is not needed past visualize, and is most of a long run's memory
 		}
 	}
+	out.Lock, out.Resource = lockLin, resLin
 	out.Analysis = Analysis{Holds: r.holds(ws), Leases: r.leases(), Violations: vs, Danger: r.danger}
 	res.CheckerMs = ms(int64(time.Since(began)))
 	return out
 }
 
-// newResult starts the result of h: what ran, what was expected, what reading it tolerated.
-func newResult(h *history.Run) Result {
+// facts are what the checks found in a history, read whole (CheckRun) or in segments (the
+// merger): everything its Result is made of.
+type facts struct {
+	// r is the run the evidence is found in: the whole history, or for segments its faults
+	// alone (their counts are in counts, and granted holds the clients granted in them).
+	r       *run
+	granted map[int]bool
+	// counts holds the acquires, the stale writes rejected and the expired writes; for segments
+	// also the writes and grants, in the danger windows and in all.
+	counts Result
+	// lat are the successful acquires' latencies, writes the successful writes, ops the
+	// operations.
+	lat         []int64
+	writes, ops int
+	warnings    []string // besides the history's own
+
+	lockCheck, resourceCheck Check
+	overlaps, grants         int // overlapping holders, illegal grants located
+	lostUpdates              int
+	fenceRegressions         int
+	longestStall             time.Duration
+	// vs are the safety violations in time order, classes every class among them in order of
+	// first appearance, stuck the stall that makes the run stuck (nil if none), timedOut the
+	// warning of a porcupine check that ran out of time ("" if none).
+	vs       []Violation
+	classes  []Class
+	stuck    *Violation
+	timedOut string
+}
+
+// newResult is the one constructor of a Result: what ran and what was expected, from h's meta
+// line; the numbers, the evidence and the verdict, from what the checks found in it.
+func newResult(h *history.Run, f *facts) Result {
 	res := Result{Algorithm: h.Meta.Algorithm, Scenario: h.Meta.Scenario, Backend: h.Meta.Backend, Seed: h.Meta.Seed}
 	if h.Meta.Expected != "" {
 		e := h.Meta.Expected
 		res.Expected = &e
 	}
-	res.Warnings = append(res.Warnings, h.Warnings...)
+	res.Warnings = append(append(res.Warnings, h.Warnings...), f.warnings...)
+	for _, fs := range h.Faults {
+		if fs.Error != "" {
+			res.FaultErrors = append(res.FaultErrors, fmt.Sprintf("fault %d %s on %s: %s", fs.ID, fs.Name, fs.Target, fs.Error))
+		}
+	}
+	c := &f.counts
+	res.AcquiresOk, res.AcquiresFailed, res.StaleWritesRejected = c.AcquiresOk, c.AcquiresFailed, c.StaleWritesRejected
+	res.ExpiredWrites = c.ExpiredWrites
+	finishCounts(&res, f.lat, f.writes, f.ops, h.End)
+	res.LockCheck, res.ResourceCheck = f.lockCheck, f.resourceCheck
+	res.ExclusionViolations, res.ServiceViolations = f.overlaps, f.grants
+	if res.ServiceViolations == 0 && f.lockCheck.Result == string(porcupine.Illegal) {
+		res.ServiceViolations = 1 // porcupine proved an illegal grant it could not pin on one
+	}
+	res.LostUpdates = f.lostUpdates
+	res.FenceRegressions = f.fenceRegressions
+	res.LongestStallMs = ms(int64(f.longestStall))
+	res.ClassesSeen = f.classes
+
+	// Evidence: could this run have failed?
+	res.WritesOk, res.WritesRejected = c.WritesOk, c.WritesRejected
+	res.WritesInWindow, res.GrantsInWindow = c.WritesInWindow, c.GrantsInWindow
+	res.Evidence = f.r.evidence(&res, h.Unfired, f.granted)
+	decide(&res, f.vs, f.stuck, f.timedOut, h.Abort)
 	return res
 }
 
 // decide gives res its verdict and what follows from it: vs are the safety violations in time
 // order, stuck the stall that makes the run stuck (nil if none), timedOut the warning of a
-// porcupine check that ran out of time ("" if none), evidence the evidence line.
-func decide(res *Result, vs []Violation, stuck *Violation, timedOut, evidence string) {
+// porcupine check that ran out of time ("" if none), abort why the run ended before its time
+// ("" if it ran its course: a run cut short proves no safety, and its stall was cut short too).
+// res.Evidence is the evidence line.
+func decide(res *Result, vs []Violation, stuck *Violation, timedOut, abort string) {
+	evidence := res.Evidence
+	ended := ""
 	switch {
 	case len(vs) > 0:
 		res.Verdict = Unsafe
@@ -149,6 +193,10 @@ func decide(res *Result, vs []Violation, stuck *Violation, timedOut, evidence st
 		c := first.Class
 		res.ViolationClass = &c
 		res.Evidence = EvidenceOK // the violation is its own evidence
+	case abort != "":
+		res.Verdict = Unknown
+		ended = "the run ended early: " + abort
+		res.Warnings = append(res.Warnings, ended)
 	case stuck != nil:
 		res.Verdict = Stuck
 		res.FirstViolation = stuck
@@ -177,6 +225,9 @@ func decide(res *Result, vs []Violation, stuck *Violation, timedOut, evidence st
 		res.Matches = &m
 	}
 	res.DecidedBy = decidedBy(res, vs)
+	if ended != "" {
+		res.DecidedBy = ended
+	}
 }
 
 // maxCauses bounds how many illegal grants get their cause searched.

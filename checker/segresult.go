@@ -41,29 +41,6 @@ func (m *merger) finish(h *history.Run, began time.Time) (*history.Run, *Outcome
 		return nil, nil, errUnclean // stuck: the whole check names the waiter
 	}
 	longest = max(longest, m.longest)
-	out := &Outcome{Result: newResult(h)}
-	res := &out.Result
-	c := &m.res
-	res.AcquiresOk, res.AcquiresFailed, res.StaleWritesRejected = c.AcquiresOk, c.AcquiresFailed, c.StaleWritesRejected
-	finishCounts(res, m.lat, m.writes, m.ops, h.End)
-	res.LockCheck = Check{Result: string(porcupine.Ok), Ms: m.lockMs}
-	if m.lockIllegal {
-		res.LockCheck.Result = string(porcupine.Illegal)
-	}
-	res.ResourceCheck = Check{Result: string(porcupine.Ok), Ms: m.resMs}
-	if m.lostProven {
-		res.ResourceCheck.Result = string(porcupine.Illegal)
-	}
-	res.ExclusionViolations, res.ServiceViolations = m.nOverlaps, m.nGrants
-	res.LostUpdates = m.lost.count()
-	res.FenceRegressions = m.fences.regressions
-	res.ExpiredWrites = c.ExpiredWrites
-	res.LongestStallMs = ms(int64(longest))
-	for _, f := range r.faults {
-		if f.Error != "" {
-			res.FaultErrors = append(res.FaultErrors, fmt.Sprintf("fault %d %s on %s: %s", f.ID, f.Name, f.Target, f.Error))
-		}
-	}
 
 	vs := m.vs
 	var last []Violation // found after every segment's: CheckRun appends them last
@@ -83,19 +60,27 @@ func (m *merger) finish(h *history.Run, began time.Time) (*history.Run, *Outcome
 	m.note(last)
 	vs = append(vs, last...)
 	slices.SortStableFunc(vs, func(x, y Violation) int { return cmp.Compare(x.AtMs, y.AtMs) })
+	var classes []Class
 	for cl := range m.firstOf {
-		res.ClassesSeen = append(res.ClassesSeen, cl)
+		classes = append(classes, cl)
 	}
-	slices.SortFunc(res.ClassesSeen, func(x, y Class) int {
+	slices.SortFunc(classes, func(x, y Class) int {
 		fx, fy := m.firstOf[x], m.firstOf[y]
 		return cmp.Or(cmp.Compare(fx[0], fy[0]), cmp.Compare(fx[1], fy[1]))
 	})
 
-	res.WritesOk, res.WritesRejected = c.WritesOk, c.WritesRejected
-	res.WritesInWindow, res.GrantsInWindow = c.WritesInWindow, c.GrantsInWindow
-	evidence := r.evidence(res, r.unfired, m.granted)
-	res.Evidence = evidence
-	decide(res, vs, nil, "", evidence)
+	fs := facts{r: r, granted: m.granted, counts: m.res, lat: m.lat, writes: m.writes, ops: m.ops,
+		lockCheck: Check{Result: string(porcupine.Ok), Ms: m.lockMs}, resourceCheck: Check{Result: string(porcupine.Ok), Ms: m.resMs},
+		overlaps: m.nOverlaps, grants: m.nGrants, lostUpdates: m.lost.count(), fenceRegressions: m.fences.regressions,
+		longestStall: longest, vs: vs, classes: classes}
+	if m.lockIllegal {
+		fs.lockCheck.Result = string(porcupine.Illegal)
+	}
+	if m.lostProven {
+		fs.resourceCheck.Result = string(porcupine.Illegal)
+	}
+	out := &Outcome{Result: newResult(h, &fs)}
+	res := &out.Result
 	var at int64
 	if res.FirstViolation != nil {
 		at = int64(res.FirstViolation.AtMs * float64(time.Millisecond))

@@ -7,15 +7,10 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 )
 
-// counts fills the plain counts and the performance numbers of the result.
-//
-// acquires_failed counts acquires that gave the client no lease: those that failed and those with
-// an unknown outcome. Latency is measured over successful acquires only, from call to return.
-// Throughput is completed critical sections (successful writes) per second of the run.
-func (r *run) counts(res *Result) {
-	lat, writes := r.tally(res)
-	finishCounts(res, lat, writes, len(r.ops), r.end)
-}
+// The plain counts and the performance numbers of a result: acquires_failed counts acquires
+// that gave the client no lease, those that failed and those with an unknown outcome. Latency is
+// measured over successful acquires only, from call to return. Throughput is completed critical
+// sections (successful writes) per second of the run.
 
 // tally counts r's acquires and rejected writes into res, and returns the latencies of the
 // successful acquires and the number of successful writes.
