@@ -164,6 +164,9 @@ type remoteLink struct {
 func (l *remoteLink) Name() string { return l.p.Name }
 
 func (l *remoteLink) AddToxic(ctx context.Context, name, typ, stream string, attrs map[string]any) error {
+	if typ == HoldToxic { // toxiproxy-server knows only its own toxics: see HoldToxic
+		typ, attrs = "latency", remoteHold
+	}
 	_, err := api(ctx, func() (*toxiclient.Toxic, error) {
 		return l.p.AddToxic(name, typ, stream, 1, toxiclient.Attributes(attrs))
 	})

@@ -13,18 +13,20 @@ import (
 //
 //	client c ──▶ proxy(c, node) ──▶ node        replica ──▶ proxy(replication) ──▶ master
 //
-// latency adds delay, partition black-holes the link (toxiproxy's timeout toxic with timeout 0:
-// bytes vanish and connections hang, as behind a dead switch), refuse disables the proxy
-// (connection refused: fail fast).
+// latency adds delay; partition holds the link's bytes and delivers them in order when it heals,
+// connections left open, as TCP does across a real partition (cluster.HoldToxic); partition-reset
+// drops the bytes and resets the connections at the heal (toxiproxy's timeout toxic with timeout 0:
+// a firewall's RST, a NAT table flushed); refuse disables the proxy (connection refused: fail fast).
 
 type latency struct{}
-type partition struct{ oneway bool }
+type partition struct{ oneway, reset bool }
 type refuse struct{}
 
 func init() {
 	register(latency{})
 	register(partition{})
 	register(partition{oneway: true})
+	register(partition{reset: true})
 	register(refuse{})
 }
 
@@ -51,10 +53,20 @@ func (latency) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
 }
 
 func (p partition) Name() string {
-	if p.oneway {
+	switch {
+	case p.oneway:
 		return "partition-oneway"
+	case p.reset:
+		return "partition-reset"
 	}
 	return "partition"
+}
+
+func (p partition) Describe(t Target) string {
+	if p.reset {
+		return "bytes dropped, connections reset at the heal"
+	}
+	return "bytes held, delivered in order at the heal"
 }
 
 func (p partition) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
@@ -62,7 +74,10 @@ func (p partition) Inject(ctx context.Context, env Env, t Target) (Heal, error) 
 	if p.oneway && (stream == "" || stream == "both") {
 		stream = "upstream"
 	}
-	return addToxic(ctx, env, t, "timeout", blackHole, stream)
+	if p.reset {
+		return addToxic(ctx, env, t, "timeout", blackHole, stream)
+	}
+	return addToxic(ctx, env, t, cluster.HoldToxic, nil, stream)
 }
 
 func (refuse) Name() string { return "refuse" }
@@ -90,7 +105,8 @@ func (refuse) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
 	return heal, nil
 }
 
-// blackHole is the timeout toxic's attributes for a partition: bytes vanish, connections hang.
+// blackHole is the timeout toxic's attributes for partition-reset and the silence of a stopped or
+// crashed client: bytes vanish, and connections are closed when it is removed.
 var blackHole = map[string]any{"timeout": 0}
 
 // links resolves the proxies a network fault acts on: every (client, node) pair of the target, or
