@@ -147,6 +147,12 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 	fail := func(err error) {
 		panicOnce.Do(func() {
 			panicked = err
+			// The history says the run was cut short, and why: its check (lockchaos check DIR
+			// as much as this run's) judges what was recorded, but proves no safety with it.
+			rec.write(history.Event{Type: history.TypeAbort, Error: err.Error()}, true)
+			if serr := rec.w.Sync(); serr != nil {
+				rec.fail(serr)
+			}
 			stopClients()
 		})
 	}

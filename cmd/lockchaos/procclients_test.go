@@ -60,8 +60,9 @@ func TestBadProcessClientRun(t *testing.T) {
 				t.Errorf("verdict line %q: want unknown (the run ended early)", stdout)
 			}
 			dir := filepath.Join(out, "baseline", "client-cmd")
-			if code, so, se := lockchaos(t, "check", dir); code == exitUsage || code == exitHarness {
-				t.Errorf("check of the broken run: exit %d, %s %s", code, so, se)
+			if code, so, se := lockchaos(t, "check", dir); code == exitUsage || code == exitHarness ||
+				!strings.Contains(so, "unknown") || !strings.Contains(so, "the run ended early: ") || !strings.Contains(so, c.problem) {
+				t.Errorf("check of the broken run: exit %d, %s %s; want unknown, decided by the early end, as the run said", code, so, se)
 			}
 			if _, err := os.Stat(filepath.Join(dir, "client-1.stderr")); err != nil {
 				t.Errorf("no client-1.stderr: %v", err)

@@ -4,7 +4,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -139,11 +138,9 @@ func RunCell(ctx context.Context, c scenarios.Cell, o Options, run int) (reports
 		}
 		// The run failed part-way: what it recorded is still checked and reported.
 	}
-	ended := ""
-	if errors.Is(err, algorithms.ErrBroken) {
-		ended = err.Error()
-	}
-	out, cerr := checkEnded(res.Dir, o.CheckTimeout, ended)
+	// A run a broken client ended early says so in its history (its abort line), so this check
+	// and any later lockchaos check of the directory decide alike.
+	out, cerr := CheckDir(res.Dir, CheckOptions{Timeout: o.CheckTimeout, Write: true})
 	if cerr != nil {
 		return rc, nil, fmt.Errorf("check %s: %w", res.Dir, cerr)
 	}
@@ -184,29 +181,6 @@ func CheckDir(dir string, o CheckOptions) (*checker.Outcome, error) {
 		return out, nil
 	}
 	progress("report", 0, 0)
-	if err := reports.WriteRun(dir, h, out); err != nil {
-		return out, fmt.Errorf("write report: %w", err)
-	}
-	return out, nil
-}
-
-// checkEnded is Check for a run that a broken client ended early (ended says how): what it
-// recorded is judged, but a run cut short proves no safety, so safe and stuck become unknown.
-func checkEnded(dir string, timeout time.Duration, ended string) (*checker.Outcome, error) {
-	h, out, err := check(dir, timeout, func(string, int64, int64) {})
-	if err != nil {
-		return nil, err
-	}
-	if r := &out.Result; ended != "" && r.Verdict != checker.Unsafe {
-		r.Verdict = checker.Unknown
-		r.FirstViolation, r.TTDMs = nil, nil // a stall cut short by the end proves nothing
-		r.DecidedBy = "the run ended early: " + ended
-		r.Warnings = append(r.Warnings, r.DecidedBy)
-		if r.Expected != nil {
-			m := checker.Matches(r, *r.Expected)
-			r.Matches = &m
-		}
-	}
 	if err := reports.WriteRun(dir, h, out); err != nil {
 		return out, fmt.Errorf("write report: %w", err)
 	}
