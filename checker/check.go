@@ -291,19 +291,30 @@ func (r *run) overlapViolations(overlaps []overlap, illegal map[int]bool, causeO
 	return vs, excl
 }
 
-// Matches reports whether a result meets an expectation: "safe", "unsafe", "stuck", "unknown",
-// "unsafe-service" / "unsafe-client", which also need a violation of that class among
-// ClassesSeen (the first violation's class alone is ViolationClass), or "unsafe-lost", which
-// needs an update proven lost.
+// Matches is the one judge of whether a result meets an expectation: run, check, the matrix,
+// merge, the selftest, reproduce, locktest, the reports and junit.xml all ask it. expected is
+// any spelling ParseExpected takes: "safe", "unsafe", "stuck", "unknown", "unsafe-service" /
+// "unsafe-client", which also need a violation of that class (among ClassesSeen, or the first
+// violation's, which a result from before classes_seen only has), or "unsafe-lost", which needs
+// an update proven lost. A nil result, or an expectation it does not take, never matches.
 func Matches(res *Result, expected string) bool {
-	verdict, class, _ := strings.Cut(expected, "-")
+	long, ok := ParseExpected(expected)
+	if res == nil || !ok {
+		return false
+	}
+	verdict, class, _ := strings.Cut(long, "-")
 	if Verdict(verdict) != res.Verdict {
 		return false
 	}
-	if class == "lost" {
+	switch class {
+	case "":
+		return true
+	case "lost":
 		return res.LostUpdates > 0
 	}
-	return class == "" || slices.Contains(res.ClassesSeen, Class(class))
+	c := Class(class)
+	return slices.Contains(res.ClassesSeen, c) || (res.ViolationClass != nil && *res.ViolationClass == c) ||
+		(res.FirstViolation != nil && res.FirstViolation.Class == c)
 }
 
 // excludedClass classifies each overlap. It is the client's fault when the old holder's late

@@ -22,7 +22,7 @@ func ExpectationCodes() []string {
 	return out
 }
 
-// ParseExpectation maps a code (S, Us, Uc, U, X) or a long name (safe, unsafe-service, ...;
+// ParseExpectation maps a code (S, Us, Uc, U, Ul, X) or a long name (safe, unsafe-service, ...;
 // case and "_" or " " for "-" do not matter) to the long name Matches takes. ok is false for
 // anything else, "-" (not applicable) included.
 func ParseExpectation(s string) (long string, ok bool) {
@@ -45,4 +45,27 @@ func ParseExpectation(s string) (long string, ok bool) {
 		return "unsafe-client", true
 	}
 	return "", false
+}
+
+// ParseExpected is ParseExpectation, and also takes "unknown" (any case, or "?"): what one run
+// may be expected to give (run --expect unknown), which no catalogue cell is (DESIGN.md §10: a
+// cell that may not decide is no expectation). It is what Matches takes.
+func ParseExpected(s string) (long string, ok bool) {
+	if long, ok := ParseExpectation(s); ok {
+		return long, true
+	}
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case string(Unknown), "?":
+		return string(Unknown), true
+	}
+	return "", false
+}
+
+// ExpectedNames lists the long names ParseExpected gives, for messages.
+func ExpectedNames() []string {
+	var out []string
+	for _, c := range expectationCodes {
+		out = append(out, c.long)
+	}
+	return append(out, string(Unknown))
 }

@@ -64,7 +64,7 @@ func WriteMatrix(outDir string, cells []Cell, meta MatrixMeta) error {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
-	sum := summarize(cells)
+	sum := Summarize(cells)
 	return errors.Join(
 		writeJSONAtomic(filepath.Join(outDir, ResultsFile), resultsDoc(cells, meta, sum)),
 		writeAtomic(filepath.Join(outDir, JUnitFile), func(w io.Writer) error { return writeJUnit(w, cells, meta) }),
@@ -78,31 +78,34 @@ func WriteMatrix(outDir string, cells []Cell, meta MatrixMeta) error {
 type cellState struct {
 	cat      string // category, or n/a
 	expected string
-	judged   bool // there was an expectation to compare against
+	judged   bool // there was an expectation to compare against, or a harness error
 	match    bool
 }
 
+// stateOf judges a cell (Judge). A cell with a harness error is never matched: it is judged, and
+// a mismatch, whatever its result and expectation say.
 func stateOf(c *Cell) cellState {
 	if c.NA != "" {
 		return cellState{cat: catNA, expected: c.Expected, judged: false, match: true}
 	}
 	s := cellState{cat: category(c.Result), expected: expectedOf(c.Expected, c.Result)}
 	if c.Err != "" {
-		s.cat = catUnknown
-	}
-	if normExpected(s.expected) == catNA {
-		// Expected n/a but it ran: report what it did, but nothing to judge.
-		return s
-	}
-	if c.Err != "" {
-		s.judged, s.match = true, false
+		s.cat, s.judged, s.match = catUnknown, true, false
 		return s
 	}
 	s.match, s.judged = matchOf(s.expected, c.Result)
 	return s
 }
 
-// Summary counts a matrix's cells.
+// Judge says how a cell stands against its expectation, by checker.Matches: judged is false for
+// an n/a cell and for a run without an expectation (or expected n/a), match whether it met it. A
+// cell with a harness error is judged, and never matched.
+func Judge(c *Cell) (judged, match bool) {
+	st := stateOf(c)
+	return st.judged, st.judged && st.match
+}
+
+// Summary counts a matrix's cells (each run of a cell run more than once is one).
 type Summary struct {
 	Cells      int            `json:"cells"`
 	Matched    int            `json:"matched"`
@@ -112,13 +115,15 @@ type Summary struct {
 	ByVerdict  map[string]int `json:"by_verdict"`
 }
 
-func summarize(cells []Cell) Summary {
+// Summarize is the one count of a matrix's matched and mismatched cells: results.json's summary,
+// the pages', and the matrix's, merge's and the selftest's exit codes.
+func Summarize(cells []Cell) Summary {
 	s := Summary{Cells: len(cells), ByVerdict: map[string]int{}}
 	for i := range cells {
 		st := stateOf(&cells[i])
 		s.ByVerdict[st.cat]++
 		switch {
-		case st.cat == catNA:
+		case cells[i].NA != "":
 			s.NA++
 		case !st.judged:
 			s.NoExpect++

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -131,20 +132,68 @@ func TestMatrixRunsAndErrors(t *testing.T) {
 	}
 }
 
+// Every spelling an expectation may come in is judged by checker.Matches, the one judge.
 func TestExpectationSpellings(t *testing.T) {
+	svc := res("token", "s", checker.Unsafe, checker.ServiceClass)
+	cli := res("token", "s", checker.Unsafe, checker.ClientClass)
+	lost := res("token", "s", checker.Unsafe, checker.ClientClass) // 2 lost updates
+	kept := res("token", "s", checker.Unsafe, checker.ClientClass)
+	kept.LostUpdates = 0
 	for _, c := range []struct {
-		exp, obs string
-		match    bool
+		exp   string
+		r     *checker.Result
+		match bool
 	}{
-		{"S", "safe", true}, {"Us", "unsafe-service", true}, {"Uc", "unsafe-service", false},
-		{"unsafe", "unsafe-client", true}, {"unsafe:client", "unsafe-client", true}, {"X", "stuck", true},
-		{"stuck", "safe", false}, {"Unsafe (client)", "unsafe-client", true},
+		{"S", res("token", "s", checker.Safe, ""), true}, {"Us", svc, true}, {"Uc", svc, false},
+		{"unsafe", cli, true}, {"unsafe:client", cli, true}, {"X", res("token", "s", checker.Stuck, ""), true},
+		{"stuck", res("token", "s", checker.Safe, ""), false}, {"Unsafe (client)", cli, true},
+		{"Ul", lost, true}, {"unsafe-lost", kept, false}, {"unknown", res("token", "s", checker.Unknown, ""), true},
+		{"Us", nil, false},
 	} {
-		if got, ok := matches(c.exp, c.obs); !ok || got != c.match {
-			t.Errorf("matches(%q, %q) = %v, %v; want %v", c.exp, c.obs, got, ok, c.match)
+		if got, ok := matchOf(c.exp, c.r); !ok || got != c.match || got != checker.Matches(c.r, c.exp) {
+			t.Errorf("matchOf(%q) = %v, %v; want %v, as checker.Matches", c.exp, got, ok, c.match)
 		}
 	}
-	if _, ok := matches("", "safe"); ok {
-		t.Errorf("empty expectation judged")
+	for _, exp := range []string{"", "-", "n/a"} {
+		if _, ok := matchOf(exp, res("token", "s", checker.Safe, "")); ok {
+			t.Errorf("expectation %q judged", exp)
+		}
+	}
+}
+
+// A cell with a harness error is never matched, even when its result says it matched: the summary,
+// results.json, junit.xml and Judge (the matrix's, merge's and the selftest's count) agree.
+func TestErrorCellNeverMatched(t *testing.T) {
+	r := res("client-cmd", "baseline", checker.Unsafe, checker.ServiceClass)
+	exp, yes := "unsafe", true
+	r.Expected, r.Matches = &exp, &yes
+	cells := []Cell{
+		{Scenario: "baseline", Algorithm: "client-cmd", Dir: "baseline/client-cmd", Result: r, Expected: "unsafe",
+			Err: "client-cmd client 1 answered id 42, which it was not asked"},
+		{Scenario: "baseline", Algorithm: "token", Dir: "baseline/token", Result: res("token", "baseline", checker.Safe, ""), Expected: "safe"},
+	}
+	if judged, match := Judge(&cells[0]); !judged || match {
+		t.Errorf("Judge(error cell) = %v, %v; want judged, not matched", judged, match)
+	}
+	dir := t.TempDir()
+	if err := WriteMatrix(dir, cells, MatrixMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	var doc resultsFile
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, ResultsFile))), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if s, want := doc.Summary, Summarize(cells); s.Matched != 1 || s.Mismatched != 1 || !reflect.DeepEqual(s, want) {
+		t.Errorf("summary %+v; want 1 matched, 1 mismatched, as Summarize", s)
+	}
+	if m := doc.Results[0].Matches; m == nil || *m {
+		t.Errorf("results.json: the error cell's matches_expectation = %v, want false", m)
+	}
+	var ju junitSuites
+	if err := xml.Unmarshal([]byte(readFile(t, filepath.Join(dir, JUnitFile))), &ju); err != nil {
+		t.Fatal(err)
+	}
+	if s := ju.Suites[0]; s.Errors != 1 || s.Failures != 0 || s.Cases[0].Error == nil {
+		t.Errorf("junit: %d errors, %d failures; want the error cell as an error", s.Errors, s.Failures)
 	}
 }

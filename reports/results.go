@@ -29,7 +29,7 @@ type Plan struct {
 func EncodeResults(w io.Writer, cells []Cell, meta MatrixMeta) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(resultsDoc(cells, meta, summarize(cells)))
+	return enc.Encode(resultsDoc(cells, meta, Summarize(cells)))
 }
 
 // ErrNoResults is returned by ReadResults when dir holds no results.json.

@@ -46,35 +46,13 @@ func category(r *checker.Result) string {
 	return catUnknown
 }
 
-// normExpected maps the spellings an expectation may come in (checker.ParseExpectation's codes
-// and long names, and "-" for n/a) to a category; "" when there is no expectation.
-func normExpected(s string) string {
-	k := strings.TrimSpace(s)
-	if long, ok := checker.ParseExpectation(k); ok {
-		return long // the long names are the categories
-	}
-	switch strings.ToLower(k) {
-	case "":
-		return ""
+// expectsNA reports whether an expectation says the cell does not apply ("-" and its spellings).
+func expectsNA(s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "-", "–", "n/a", "na":
-		return catNA
-	case "unknown", "?":
-		return catUnknown
+		return true
 	}
-	return strings.ToLower(k)
-}
-
-// matches reports whether an observed category meets an expected one; "unsafe" without a class
-// accepts either class. ok is false when there is nothing to compare against.
-func matches(expected, observed string) (match, ok bool) {
-	e := normExpected(expected)
-	if e == "" {
-		return false, false
-	}
-	if e == catUnsafe {
-		return strings.HasPrefix(observed, catUnsafe), true
-	}
-	return e == observed, true
+	return false
 }
 
 // expectedOf returns the expectation for a result: the caller's, else the one result.json carries.
@@ -88,14 +66,13 @@ func expectedOf(given string, r *checker.Result) string {
 	return ""
 }
 
-// matchOf decides whether a result meets its expectation. The checker's own judgement
-// (matches_expectation) wins when it made one for the same expectation, since it may know more
-// (e.g. which class the expectation names); otherwise the categories are compared.
+// matchOf judges a result against an expectation, as checker.Matches does (the one judge): ok is
+// false when there is nothing to judge against (no expectation, or n/a).
 func matchOf(expected string, r *checker.Result) (match, ok bool) {
-	if r != nil && r.Matches != nil && r.Expected != nil && (expected == "" || expected == *r.Expected) {
-		return *r.Matches, true
+	if strings.TrimSpace(expected) == "" || expectsNA(expected) {
+		return false, false
 	}
-	return matches(expected, category(r))
+	return checker.Matches(r, expected), true
 }
 
 // classExplanation says in plain language what a class of violation means and how it is fixed.

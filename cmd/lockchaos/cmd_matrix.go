@@ -102,8 +102,8 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 			return 0, err
 		}
 	} else if !c.quiet {
-		fmt.Fprintf(stdout, "%d runs (%d n/a) in %s: %d as expected, %d not — %s/index.html\n",
-			res.Ran, res.NA, res.Elapsed.Round(time.Second), res.Ran-res.Mismatched, res.Mismatched, o.Out)
+		fmt.Fprintf(stdout, "%d runs (%d n/a) in %s: %s — %s/index.html\n",
+			res.Ran, res.NA, res.Elapsed.Round(time.Second), summaryText(res.Summary), o.Out)
 	}
 	if runErr != nil {
 		return 0, runErr

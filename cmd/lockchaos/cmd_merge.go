@@ -29,11 +29,20 @@ func cmdMerge(args []string, stdout io.Writer) (int, error) {
 		return 0, err
 	}
 	if !quiet {
-		fmt.Fprintf(stdout, "merged %d shards: %d runs (%d n/a), %d as expected, %d not — %s\n", len(dirs),
-			m.Ran, len(m.Cells)-m.Ran, m.Ran-m.Mismatched, m.Mismatched, filepath.Join(out, reports.IndexFile))
+		fmt.Fprintf(stdout, "merged %d shards: %d runs (%d n/a), %s — %s\n", len(dirs),
+			m.Ran, len(m.Cells)-m.Ran, summaryText(m.Summary), filepath.Join(out, reports.IndexFile))
 	}
 	if m.Mismatched > 0 {
 		return exitInvalid, nil
 	}
 	return exitValid, nil
+}
+
+// summaryText is a matrix's count of runs as expected and not (reports.Summarize's).
+func summaryText(s reports.Summary) string {
+	t := fmt.Sprintf("%d as expected, %d not", s.Matched, s.Mismatched)
+	if s.NoExpect > 0 {
+		t += fmt.Sprintf(", %d without expectation", s.NoExpect)
+	}
+	return t
 }

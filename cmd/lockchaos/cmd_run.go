@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -25,7 +26,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	fs := newFlags("run", &c)
 	fs.StringVar(&alg, "algorithm", "", "algorithm to run (lockchaos list)")
 	fs.StringVar(&scen, "scenario", "baseline", "scenario to run (lockchaos list)")
-	fs.StringVar(&expect, "expect", "", "exit 0 when the verdict matches: safe, unsafe, unsafe-service, unsafe-client, stuck, unknown")
+	fs.StringVar(&expect, "expect", "", "exit 0 when the verdict matches: "+strings.Join(checker.ExpectedNames(), ", ")+", or a catalogue code ("+strings.Join(checker.ExpectationCodes(), ", ")+")")
 	if err := parse(fs, args); err != nil {
 		return 0, err
 	}
@@ -35,10 +36,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if alg == "" {
 		return 0, usagef("run needs --algorithm (one of: %s)", joinNames())
 	}
-	switch expect {
-	case "", "safe", "unsafe", "unsafe-service", "unsafe-client", "stuck", "unknown":
-	default:
-		return 0, usagef("--expect %q: want safe, unsafe, unsafe-service, unsafe-client, stuck or unknown", expect)
+	if expect != "" {
+		long, ok := checker.ParseExpected(expect)
+		if !ok {
+			return 0, usagef("--expect %q: want one of %s, or a catalogue code (%s)", expect,
+				strings.Join(checker.ExpectedNames(), ", "), strings.Join(checker.ExpectationCodes(), ", "))
+		}
+		expect = long
 	}
 	s, err := lookupScenario(scen, c.scenarioFile)
 	if err != nil {
@@ -84,7 +88,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		return exitHarness, nil
 	}
 	if expect != "" {
-		if checker.Matches(r, expect) {
+		if checker.Matches(r, expect) { // r.Matches, decided by the same judge
 			return exitValid, nil
 		}
 		return exitInvalid, nil

@@ -48,6 +48,11 @@ func TestBadInput(t *testing.T) {
 		{"zero clients", []string{"run", "--algorithm", "token", "--clients", "0"}, "give a positive value"},
 		{"bad backend", []string{"run", "--algorithm", "token", "--backend", "cloud"}, "unknown: use local"},
 		{"bad expect", []string{"run", "--algorithm", "token", "--expect", "fine"}, "--expect"},
+		// Every code the catalogue's expectations take is a good --expect: the error is the
+		// scenario's, not --expect's.
+		{"expect unsafe-lost", []string{"run", "--algorithm", "token", "--expect", "unsafe-lost", "--scenario", "nope"}, `unknown scenario "nope"`},
+		{"expect Ul", []string{"run", "--algorithm", "token", "--expect", "Ul", "--scenario", "nope"}, `unknown scenario "nope"`},
+		{"expect Us", []string{"run", "--algorithm", "token", "--expect", "Us", "--scenario", "nope"}, `unknown scenario "nope"`},
 		{"n/a cell", []string{"run", "--algorithm", "token", "--scenario", "zk-leader-kill"}, "does not apply"},
 		{"shard 3/2", []string{"matrix", "--shard", "3/2"}, "--shard"},
 		{"zero runs", []string{"matrix", "--runs", "0"}, "--runs"},
@@ -142,6 +147,38 @@ func TestRunExitsByVerdict(t *testing.T) {
 	code, stdout, stderr = lockchaos(t, "check", filepath.Join(out, "client-pause", "token"))
 	if code != exitValid || !strings.Contains(stdout, "[as expected]") || !strings.Contains(stderr, "recorded expectation, unsafe") {
 		t.Errorf("check of the --expect unsafe run: exit %d, stdout %q, stderr %q; want 0 by the expectation", code, stdout, stderr)
+	}
+}
+
+// TestRunExpectUnsafeLost: --expect takes every code the catalogue's expectations do, unsafe-lost
+// (Ul) among them: fence-unchecked × client-pause loses an update (20/20 in make reproduce), so
+// the run exits 0 as expected, and by the same judge exits 1 expecting what it did not do.
+// Real servers.
+func TestRunExpectUnsafeLost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	out := t.TempDir()
+	code, stdout, stderr := lockchaos(t, "run", "--algorithm", "fence-unchecked", "--scenario", "client-pause", "--seed", "1",
+		"--out", out, "--expect", "unsafe-lost")
+	if code != exitValid || !strings.Contains(stdout, "[as expected]") {
+		t.Fatalf("--expect unsafe-lost: exit %d, stdout %q, stderr %q; want 0, as expected", code, stdout, stderr)
+	}
+	var r struct {
+		Expected string `json:"expected"`
+		Matches  *bool  `json:"matches_expectation"`
+	}
+	b, err := os.ReadFile(filepath.Join(out, "client-pause", "fence-unchecked", "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil || r.Expected != "unsafe-lost" || r.Matches == nil || !*r.Matches {
+		t.Errorf("result.json: expected %q, matches %v (%v); want unsafe-lost, true", r.Expected, r.Matches, err)
+	}
+	// The recorded expectation is the long name, whatever the spelling given.
+	if code, _, stderr := lockchaos(t, "check", filepath.Join(out, "client-pause", "fence-unchecked")); code != exitValid ||
+		!strings.Contains(stderr, "recorded expectation, unsafe-lost") {
+		t.Errorf("check: exit %d, stderr %q; want 0 by the recorded expectation unsafe-lost", code, stderr)
 	}
 }
 

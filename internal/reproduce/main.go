@@ -88,7 +88,7 @@ func main() {
 		if res.Evidence == "ok" {
 			r.evidenceOK++
 		}
-		if res.Matches != nil && *res.Matches {
+		if _, match := reports.Judge(&rc); match {
 			r.matched++
 			if res.TTDMs != nil {
 				r.ttds = append(r.ttds, *res.TTDMs)

@@ -92,10 +92,13 @@ type MatrixResult struct {
 	Cells      []reports.Cell
 	Ran        int // runs of the plan (n/a cells excluded), whether or not they could be carried out
 	NA         int
-	Mismatched int // runs that did not match their expectation (or had no result)
-	Plan       reports.Plan
-	Started    time.Time
-	Elapsed    time.Duration
+	Mismatched int // runs that did not match their expectation, or hit a harness error (Summary's)
+	// Summary is reports.Summarize of the cells: the one count of matched and mismatched runs
+	// (a run without an expectation is neither; one with a harness error is mismatched).
+	Summary reports.Summary
+	Plan    reports.Plan
+	Started time.Time
+	Elapsed time.Duration
 }
 
 type job struct {
@@ -221,9 +224,6 @@ func RunMatrix(ctx context.Context, m Matrix, o Options) (*MatrixResult, error) 
 		if c.NA == "" {
 			res.Cells = append(res.Cells, c)
 			res.Ran++
-			if !matched(c) {
-				res.Mismatched++
-			}
 		}
 	}
 	for _, c := range cells {
@@ -232,19 +232,9 @@ func RunMatrix(ctx context.Context, m Matrix, o Options) (*MatrixResult, error) 
 			res.NA++
 		}
 	}
+	res.Summary = reports.Summarize(res.Cells)
+	res.Mismatched = res.Summary.Mismatched
 	return res, firstErr
-}
-
-// matched reports whether a run met its expectation; a run without a result never does, and a
-// run without an expectation always does (junit.xml still fails it unless it was safe).
-func matched(c reports.Cell) bool {
-	if c.Result == nil {
-		return false
-	}
-	if c.Result.Matches != nil {
-		return *c.Result.Matches
-	}
-	return c.Result.Expected == nil
 }
 
 // recordedPlan is the plan written into results.json for merge to check.

@@ -18,8 +18,9 @@ var ErrBadShards = errors.New("cannot merge")
 type Merged struct {
 	Cells      []reports.Cell
 	Ran        int
-	Mismatched int
+	Mismatched int // as the merged results.json's summary counts them
 	Plan       reports.Plan
+	Summary    reports.Summary
 }
 
 // Merge puts the matrices that shards of one plan wrote into dirs back together: it reads each
@@ -139,15 +140,8 @@ func Merge(out string, dirs []string, command string) (*Merged, error) {
 	meta.Plan = &whole
 	meta.Title = fmt.Sprintf("lockchaos matrix (merged from %d shards)", len(dirs))
 	meta.Command = command
-	res := &Merged{Cells: cells, Plan: whole}
-	for _, c := range cells {
-		if c.NA == "" {
-			res.Ran++
-			if !matched(c) {
-				res.Mismatched++
-			}
-		}
-	}
+	res := &Merged{Cells: cells, Plan: whole, Summary: reports.Summarize(cells)}
+	res.Ran, res.Mismatched = res.Summary.Cells-res.Summary.NA, res.Summary.Mismatched
 	if err := writeAll(out, cells, meta); err != nil {
 		return nil, fmt.Errorf("write merged matrix: %w", err)
 	}

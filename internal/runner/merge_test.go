@@ -40,6 +40,10 @@ func fakeShard(t *testing.T, dir string, i, n int, edit func(*reports.Plan)) {
 			}
 			exp, match := "safe", s == "baseline" || a == "setnx"
 			c.Result = &checker.Result{Algorithm: a, Scenario: s, Verdict: checker.Safe, Expected: &exp, Matches: &match}
+			if !match {
+				cl := checker.ClientClass
+				c.Result.Verdict, c.Result.ViolationClass = checker.Unsafe, &cl
+			}
 			if err := os.MkdirAll(filepath.Join(dir, c.Dir), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -175,5 +179,35 @@ func TestMergeBadInput(t *testing.T) {
 				t.Errorf("the failed merge wrote %s", out)
 			}
 		})
+	}
+}
+
+// TestMergeErrorCellMismatched: a cell whose run hit a harness error is mismatched in merge's
+// count (its exit code) as in the merged summary and junit.xml, even when its result matched.
+func TestMergeErrorCellMismatched(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s1")
+	fakeShard(t, dir, 1, 1, nil)
+	cells, meta, err := reports.ReadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cells {
+		if c := &cells[i]; c.Scenario == "baseline" && c.Algorithm == "token" {
+			if m := c.Result.Matches; m == nil || !*m {
+				t.Fatalf("the fixture's baseline × token does not match: %v", m)
+			}
+			c.Err = "client-cmd client 1 answered id 42, which it was not asked"
+		}
+	}
+	if err := reports.WriteMatrix(dir, cells, meta); err != nil {
+		t.Fatal(err)
+	}
+	m, err := runner.Merge(filepath.Join(t.TempDir(), "merged"), []string{dir}, "lockchaos merge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// token × client-pause (unsafe, expected safe) and the error cell.
+	if m.Mismatched != 2 || m.Summary.Mismatched != 2 || m.Summary.Matched != 2 {
+		t.Errorf("merged: %d mismatched, summary %+v; want 2 mismatched (the error cell among them), 2 matched", m.Mismatched, m.Summary)
 	}
 }

@@ -95,7 +95,7 @@ func Selftest(ctx context.Context, ss []scenarios.Scenario, m Matrix, o Options,
 	}
 	// Retry each miss once, in a run directory of its own (run 2).
 	for i, c := range res.Cells {
-		if c.NA != "" || matched(c) || ctx.Err() != nil {
+		if c.NA != "" || cellMatched(c) || ctx.Err() != nil {
 			continue
 		}
 		first := describeMiss(c)
@@ -108,7 +108,7 @@ func Selftest(ctx context.Context, ss []scenarios.Scenario, m Matrix, o Options,
 			rc.Err = rerr.Error()
 		}
 		name := c.Algorithm + " × " + c.Scenario
-		if matched(rc) {
+		if cellMatched(rc) {
 			st.Retried = append(st.Retried, fmt.Sprintf("%s: first run %s", name, first))
 			res.Cells[i] = rc
 			res.Mismatched--
@@ -142,4 +142,10 @@ func describeMiss(c reports.Cell) string {
 		return fmt.Sprintf("%s (%s), expected %s", c.Result.Verdict, c.Result.DecidedBy, c.Expected)
 	}
 	return fmt.Sprintf("%s, expected %s", c.Result.Verdict, c.Expected)
+}
+
+// cellMatched is reports.Judge's match.
+func cellMatched(c reports.Cell) bool {
+	_, m := reports.Judge(&c)
+	return m
 }
