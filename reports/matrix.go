@@ -212,9 +212,11 @@ type gridCell struct {
 	Class    string // CSS class: v-<category>
 	Mismatch bool
 	Expected string
-	Runs     []gridRun
-	NA       string
-	Empty    bool
+	// Tally is "n/N": of a cell run more than once, how many runs met the expectation.
+	Tally string
+	Runs  []gridRun
+	NA    string
+	Empty bool
 }
 
 type gridRun struct {
@@ -266,11 +268,17 @@ func gridCellOf(scen, algo string, runs []*Cell) gridCell {
 	}
 	sort.SliceStable(runs, func(i, j int) bool { return runs[i].Run < runs[j].Run })
 	worst := -1
+	judged, matched := 0, 0
 	for _, c := range runs {
 		st := stateOf(c)
 		g.Expected = st.expected
-		if st.judged && !st.match {
-			g.Mismatch = true
+		if st.judged {
+			judged++
+			if st.match {
+				matched++
+			} else {
+				g.Mismatch = true
+			}
 		}
 		if c.NA != "" {
 			g.NA = c.NA
@@ -298,6 +306,9 @@ func gridCellOf(scen, algo string, runs []*Cell) gridCell {
 			run.Title += " — " + c.Result.DecidedBy
 		}
 		g.Runs = append(g.Runs, run)
+	}
+	if len(runs) > 1 && judged > 0 {
+		g.Tally = fmt.Sprintf("%d/%d", matched, judged)
 	}
 	g.Class = "v-" + cssCat(g.Cat)
 	if g.Mismatch {

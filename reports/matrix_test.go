@@ -130,6 +130,17 @@ func TestMatrixRunsAndErrors(t *testing.T) {
 		!strings.Contains(page, `href="latency/redlock/1/report.html"`) || !strings.Contains(page, `href="latency/redlock/2/report.html"`) {
 		t.Errorf("multi-run cell wrong")
 	}
+	if !strings.Contains(page, "1/2 as expected") {
+		t.Errorf("the cell of two runs, one as expected, does not say 1/2")
+	}
+	// The selftest's page says how often each cell ran, and that one miss fails it.
+	if err := WriteMatrix(dir, cells, MatrixMeta{Page: "selftest.html", Plan: &Plan{Runs: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if page := readFile(t, filepath.Join(dir, "selftest.html")); !strings.Contains(page, "ran each cell 2 times, without retries") ||
+		!strings.Contains(page, "a single miss fails it") {
+		t.Errorf("selftest.html does not say what a pass means")
+	}
 }
 
 // Every spelling an expectation may come in is judged by checker.Matches, the one judge.

@@ -21,7 +21,7 @@ func cmdSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	var runs, parallel int
 	fs := newFlags("selftest", &c)
 	fs.StringVar(&scens, "scenarios", "", "comma-separated scenarios (default: the catalogue)")
-	fs.IntVar(&runs, "runs", 1, "runs per cell")
+	fs.IntVar(&runs, "runs", 1, "runs per cell; a cell passes only when every run matches (n/N, no retry)")
 	fs.IntVar(&parallel, "parallel", 2, "cells run at once")
 	if err := parse(fs, args); err != nil {
 		return 0, err
@@ -53,8 +53,10 @@ func cmdSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if res == nil {
 		return 0, err
 	}
-	for _, r := range res.Retried {
-		fmt.Fprintf(stderr, "lockchaos: retried: %s\n", r)
+	if runs > 1 && !c.quiet && !c.json {
+		for _, t := range res.Tally {
+			fmt.Fprintln(stdout, t)
+		}
 	}
 	for _, miss := range res.Missed {
 		fmt.Fprintf(stderr, "lockchaos: missed: %s\n", miss)
@@ -62,20 +64,38 @@ func cmdSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	for _, s := range res.Uncaught {
 		fmt.Fprintf(stderr, "lockchaos: scenario %s names no mutant it catches: it tests nothing\n", s)
 	}
+	// The exit code follows the summary line: passed is 0; failed is 1, or 255 (254 for bad
+	// input) when a run could not be carried out, which the line says.
+	passed := res.Passed() && err == nil && res.Errors == 0
 	if !c.quiet {
 		verdict := "passed"
-		if !res.Passed() {
+		if !passed {
 			verdict = "FAILED"
 		}
-		fmt.Fprintf(stdout, "selftest %s: %d runs (%d n/a) in %s, %d missed, %d retried — %s\n", verdict,
-			res.Ran, res.NA, res.Elapsed.Round(time.Second), len(res.Missed), len(res.Retried),
-			filepath.Join(o.Out, runner.SelftestPage))
+		line := fmt.Sprintf("selftest %s: %d cells × %d run%s (%d n/a) in %s, %d missed", verdict,
+			len(res.Tally), runs, plural(runs), res.NA, res.Elapsed.Round(time.Second), len(res.Missed))
+		if res.Errors > 0 {
+			line += fmt.Sprintf(", %d run%s hit a harness error", res.Errors, plural(res.Errors))
+		}
+		if err != nil {
+			line += fmt.Sprintf(" (%v)", err)
+		}
+		fmt.Fprintf(stdout, "%s — %s\n", line, filepath.Join(o.Out, runner.SelftestPage))
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		return 0, err
-	}
-	if !res.Passed() {
+	case res.Errors > 0:
+		return exitHarness, nil
+	case !passed:
 		return exitInvalid, nil
 	}
 	return exitValid, nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

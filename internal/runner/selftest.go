@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/reports"
@@ -61,22 +62,51 @@ func SelftestCells(ss []scenarios.Scenario) (cells []scenarios.Cell, algs []stri
 // SelftestResult is what a selftest came to.
 type SelftestResult struct {
 	*MatrixResult
-	// Missed lists the cells that did not match their expectation, retry included: a mutant that
-	// was not caught, or a real cell that was not as expected (or had no evidence).
+	// Tally is every cell that ran, in plan order, with how many of its runs matched.
+	Tally []SelftestCell
+	// Missed names each cell that missed in any of its runs — a mutant not caught, a real cell
+	// not as expected (or without evidence), a run that hit a harness error — with its n/N and
+	// what each missed run gave.
 	Missed []string
-	// Retried lists the cells that matched only on their second run, with what the first gave.
-	Retried []string
 	// Uncaught lists the scenarios that name no mutant: they test nothing (DESIGN.md §11).
 	Uncaught []string
+	// Errors counts the runs that hit a harness error (each is also a miss of its cell).
+	Errors int
 }
 
-// Passed reports whether every mutant was caught and every real cell was as expected.
+// SelftestCell is one cell of the selftest over its runs.
+type SelftestCell struct {
+	Scenario, Algorithm, Expected string
+	// Mutant is true for a mutant's cell: a match is a catch.
+	Mutant bool
+	// Matched of Runs runs met the expectation; Misses says what each of the others gave.
+	Matched, Runs int
+	Misses        []string
+}
+
+// Passed reports whether every mutant was caught and every real cell was as expected, in every
+// run.
 func (r *SelftestResult) Passed() bool { return len(r.Missed) == 0 && len(r.Uncaught) == 0 }
 
-// Selftest runs every scenario of ss against its mutants and its real algorithms (SelftestCells)
-// with m's Runs and Parallel. A cell that misses is run once more, as the catalogue promises a
-// cell reproduces in ≥ 19 of 20 runs, not all: the retry is reported, a second miss fails. The
-// page (selftest.html), results.json and junit.xml are written into o.Out.
+// String is the cell's line: "token-plain-del × slow-release: caught 5/5", with what each missed
+// run gave.
+func (c SelftestCell) String() string {
+	what := "as expected"
+	if c.Mutant {
+		what = "caught"
+	}
+	line := fmt.Sprintf("%s × %s: %s %d/%d", c.Algorithm, c.Scenario, what, c.Matched, c.Runs)
+	if len(c.Misses) > 0 {
+		line += " — " + strings.Join(c.Misses, "; ")
+	}
+	return line
+}
+
+// Selftest runs every scenario of ss against its mutants and its real algorithms (SelftestCells),
+// each cell m.Runs times (default 1) with m's Parallel. There is no retry: a cell passes only when
+// every one of its runs matched (a mutant caught n/N times with n < N fails it, named with its
+// misses), as DESIGN.md §10 asks a cell to be deterministic. The page (selftest.html),
+// results.json and junit.xml are written into o.Out.
 func Selftest(ctx context.Context, ss []scenarios.Scenario, m Matrix, o Options, command string) (*SelftestResult, error) {
 	cells, algs, err := SelftestCells(ss)
 	if err != nil {
@@ -93,28 +123,43 @@ func Selftest(ctx context.Context, ss []scenarios.Scenario, m Matrix, o Options,
 			st.Uncaught = append(st.Uncaught, s.Name)
 		}
 	}
-	// Retry each miss once, in a run directory of its own (run 2).
-	for i, c := range res.Cells {
-		if c.NA != "" || cellMatched(c) || ctx.Err() != nil {
+	index := map[[2]string]int{}
+	for _, c := range res.Cells {
+		if c.NA != "" {
 			continue
 		}
-		first := describeMiss(c)
-		cell, cerr := cellOf(cells, c.Scenario, c.Algorithm)
-		if cerr != nil {
-			return st, cerr
+		k := [2]string{c.Scenario, c.Algorithm}
+		i, ok := index[k]
+		if !ok {
+			i = len(st.Tally)
+			index[k] = i
+			sc := SelftestCell{Scenario: c.Scenario, Algorithm: c.Algorithm, Expected: c.Expected}
+			for _, s := range ss {
+				if s.Name == c.Scenario {
+					_, sc.Mutant = s.Catches[c.Algorithm]
+				}
+			}
+			st.Tally = append(st.Tally, sc)
 		}
-		rc, _, rerr := RunCell(ctx, cell, o, max(c.Run, 1)+1)
-		if rerr != nil && rc.Err == "" {
-			rc.Err = rerr.Error()
+		t := &st.Tally[i]
+		t.Runs++
+		if c.Err != "" {
+			st.Errors++
 		}
-		name := c.Algorithm + " × " + c.Scenario
-		if cellMatched(rc) {
-			st.Retried = append(st.Retried, fmt.Sprintf("%s: first run %s", name, first))
-			res.Cells[i] = rc
-			res.Mismatched--
+		if _, match := reports.Judge(&c); match {
+			t.Matched++
 			continue
 		}
-		st.Missed = append(st.Missed, fmt.Sprintf("%s: %s, then %s", name, first, describeMiss(rc)))
+		miss := describeMiss(c)
+		if c.Run > 0 {
+			miss = fmt.Sprintf("run %d: %s", c.Run, miss)
+		}
+		t.Misses = append(t.Misses, miss)
+	}
+	for _, t := range st.Tally {
+		if t.Matched < t.Runs {
+			st.Missed = append(st.Missed, t.String())
+		}
 	}
 	meta := res.Meta(command, o.Backend, o.Seed)
 	meta.Title, meta.Page = "lockchaos selftest", SelftestPage
@@ -124,28 +169,15 @@ func Selftest(ctx context.Context, ss []scenarios.Scenario, m Matrix, o Options,
 	return st, err
 }
 
-func cellOf(cells []scenarios.Cell, scenario, algorithm string) (scenarios.Cell, error) {
-	for _, c := range cells {
-		if c.Scenario == scenario && c.Algorithm == algorithm {
-			return c, nil
-		}
-	}
-	return scenarios.Cell{}, fmt.Errorf("selftest: no cell %s × %s", algorithm, scenario)
-}
-
 // describeMiss says what a run that missed its expectation gave.
 func describeMiss(c reports.Cell) string {
 	switch {
-	case c.Result == nil:
+	case c.Err != "":
 		return "error: " + c.Err
+	case c.Result == nil:
+		return "no result"
 	case c.Result.DecidedBy != "":
 		return fmt.Sprintf("%s (%s), expected %s", c.Result.Verdict, c.Result.DecidedBy, c.Expected)
 	}
 	return fmt.Sprintf("%s, expected %s", c.Result.Verdict, c.Expected)
-}
-
-// cellMatched is reports.Judge's match.
-func cellMatched(c reports.Cell) bool {
-	_, m := reports.Judge(&c)
-	return m
 }

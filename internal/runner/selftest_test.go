@@ -44,6 +44,37 @@ func TestSelftestPlan(t *testing.T) {
 	t.Logf("%d cells over %d algorithms and mutants", len(cells), len(algs))
 }
 
+// TestSelftestCountsEveryRun: without servers (the selftest is interrupted before its first run)
+// — every run of a cell counts, none is retried: a cell run twice whose runs both could not be
+// carried out is missed 0/2, named with each run's error, and counted as harness errors.
+func TestSelftestCountsEveryRun(t *testing.T) {
+	s, err := scenarios.Lookup("slow-release")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := runner.Selftest(ctx, []scenarios.Scenario{s}, runner.Matrix{Runs: 2}, runner.Options{Out: t.TempDir()}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Passed() || len(res.Tally) == 0 || res.Errors != 2*len(res.Tally) || len(res.Missed) != len(res.Tally) {
+		t.Fatalf("passed %v, %d cells, %d errors, %d missed; want every cell missed, 2 errors each", res.Passed(), len(res.Tally), res.Errors, len(res.Missed))
+	}
+	for _, c := range res.Tally {
+		if c.Runs != 2 || c.Matched != 0 || len(c.Misses) != 2 {
+			t.Errorf("%+v: want 2 runs, 0 matched, both misses named", c)
+		}
+	}
+	missed := strings.Join(res.Missed, "\n")
+	for _, want := range []string{"token-plain-del × slow-release: caught 0/2 — run 1: error: not run", "; run 2: error: not run",
+		"setnx-px × slow-release: as expected 0/2"} {
+		if !strings.Contains(missed, want) {
+			t.Errorf("missed does not say %q:\n%s", want, missed)
+		}
+	}
+}
+
 // TestSelftestFailsWithoutTheFault: a scenario whose fault is removed catches nothing — its
 // mutants go unnoticed, and its unsafe cells turn safe — so the selftest must fail. (Its safe
 // cells still have evidence: without planned faults a run is judged as a baseline, by contention.)
@@ -75,7 +106,7 @@ func TestSelftestFailsWithoutTheFault(t *testing.T) {
 			t.Errorf("mutant %s not among the missed:\n%s", m, missed)
 		}
 	}
-	if !strings.Contains(missed, "setnx-px × slow-release: safe") {
+	if !strings.Contains(missed, "setnx-px × slow-release: as expected 0/1 — safe") {
 		t.Errorf("setnx-px's unsafe cell should be safe without the fault; missed:\n%s", missed)
 	}
 }
