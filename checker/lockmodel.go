@@ -429,161 +429,190 @@ var outOk, outInfo any = string(history.TypeOk), string(history.TypeInfo)
 // which its lockInit operation, returning before any of its operations is called, sets.
 func lockChunks(ops []porcupine.Operation, minSize int) [][]porcupine.Operation {
 	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
-	in := func(o *porcupine.Operation) lockInput { return o.Input.(lockInput) }
-
-	// Releases of each acquisition, and whether every release comes after its acquire returned.
-	acqOf := map[int64]*porcupine.Operation{}
-	for k := range ops {
-		if x := in(&ops[k]); x.kind == lockAcquire {
-			acqOf[x.acq] = &ops[k]
-		}
-	}
-	rels := map[int64][]*porcupine.Operation{}
-	lemma := true
+	c := newChunker(ops, minSize)
 	for k := range ops {
 		o := &ops[k]
-		if x := in(o); x.kind == lockRelease {
-			rels[x.acq] = append(rels[x.acq], o)
-			if a, ok := acqOf[x.acq]; !ok || o.Call < a.Return {
-				lemma = false
-			}
-		}
-	}
-	leaseEnd := func(o *porcupine.Operation) int64 { // call plus lease, Never without TTL
-		if x := in(o); x.ttl > 0 {
-			return o.Call + x.ttl
-		}
-		return history.Never
-	}
-	freeOf := func(o *porcupine.Operation) int64 {
-		f := leaseEnd(o)
-		for _, r := range rels[in(o).acq] {
-			f = min(f, r.Call)
-		}
-		return f
-	}
-
-	var out [][]porcupine.Operation
-	var cur []porcupine.Operation // the chunk being built
-	// For quiet cuts.
-	type cand struct{ acq, ret int64 }
-	var cands []cand            // acquires of this chunk that may be linearized last
-	acqRet := map[int64]int64{} // return of each acquire seen
-	freed := map[int64]bool{}   // acquisitions with an ok release called after they returned
-	var maxRet, maxAcqCall int64
-	// For cuts with waiters: the chunk's operations not returned before the current T, and over
-	// its acquires that have: the largest free() (f1, of acquire l), the two largest returns
-	// (ret1 of acquire r1id, ret2), the largest return, and whether all of them are ok.
-	var pending []*porcupine.Operation
-	var f1, ret1, ret2, maxAcqRetP, r1id int64
-	var l *porcupine.Operation
-	allOk := true
-	reset := func() {
-		cur, cands, pending = make([]porcupine.Operation, 0, minSize+minSize/4), cands[:0], pending[:0]
-		maxRet, maxAcqCall = -1, -1
-		f1, ret1, ret2, maxAcqRetP, r1id, l, allOk = -1, -1, -1, -1, 0, nil, true
-	}
-	add := func(o *porcupine.Operation) { // a chunk operation, in call order
-		cur = append(cur, *o)
-		maxRet = max(maxRet, o.Return)
-		x := in(o)
-		switch {
-		case x.kind == lockAcquire:
-			acqRet[x.acq] = o.Return
-			if !x.unknown && o.Call > maxAcqCall {
-				maxAcqCall = o.Call
-				cands = slices.DeleteFunc(cands, func(c cand) bool { return c.ret < maxAcqCall })
-			}
-			cands = append(cands, cand{acq: x.acq, ret: o.Return})
-		case x.kind == lockRelease && !x.unknown:
-			if t, ok := acqRet[x.acq]; ok && o.Call > t {
-				freed[x.acq] = true
-			}
-		}
-		if x.kind != lockInit {
-			pending = append(pending, o)
-		}
-	}
-	settle := func(t int64) { // operations of the chunk that returned before t leave pending
-		pending = slices.DeleteFunc(pending, func(o *porcupine.Operation) bool {
-			if o.Return >= t {
-				return false
-			}
-			if x := in(o); x.kind == lockAcquire {
-				if x.unknown {
-					allOk = false
-				}
-				maxAcqRetP = max(maxAcqRetP, o.Return)
-				if f := freeOf(o); f > f1 {
-					f1, l = f, o
-				}
-				if o.Return > ret1 {
-					ret1, ret2, r1id = o.Return, ret1, x.acq
-				} else {
-					ret2 = max(ret2, o.Return)
-				}
-			}
-			return true
-		})
-	}
-	// waitersCut returns the state at a cut with waiters before t, if there can be one. L is the
-	// acquire with the largest free(); it is last if every other one returned before free(L).
-	waitersCut := func(t int64) (int64, bool) {
-		if !lemma || !allOk || l == nil {
-			return 0, false
-		}
-		other := ret1
-		if r1id == in(l).acq {
-			other = ret2
-		}
-		if other >= f1 {
-			return 0, false // L is not certainly the last acquire
-		}
-		rs := rels[in(l).acq]
-		if len(rs) != 1 || in(rs[0]).unknown || rs[0].Call <= l.Return || rs[0].Call > leaseEnd(l) || rs[0].Return >= t {
-			return 0, false
-		}
-		for _, w := range pending {
-			if x := in(w); x.kind != lockAcquire || x.unknown || maxAcqRetP >= leaseEnd(w) || w.Return >= leaseEnd(l) {
-				return 0, false
-			}
-		}
-		return rs[0].Call, true
-	}
-	reset()
-	for k := range ops {
-		o := &ops[k]
-		if len(cur) >= minSize {
-			settle(o.Call)
+		if len(c.cur) >= minSize {
+			c.settle(o.Call)
 			switch {
-			case maxRet < o.Call && !slices.ContainsFunc(cands, func(c cand) bool { return !freed[c.acq] }):
-				out = append(out, cur)
-				reset()
-			case len(pending) > 0:
-				if t, ok := waitersCut(o.Call); ok {
-					w := slices.Clone(pending)
-					first := cur[:0:0]
-					for _, c := range cur {
-						if c.Return < o.Call {
-							first = append(first, c)
+			case c.maxRet < o.Call && !slices.ContainsFunc(c.cands, func(x cand) bool { return !c.freed[x.acq] }):
+				c.out = append(c.out, c.cur)
+				c.reset()
+			case len(c.pending) > 0:
+				if t, ok := c.waitersCut(o.Call); ok {
+					w := slices.Clone(c.pending)
+					first := c.cur[:0:0]
+					for _, x := range c.cur {
+						if x.Return < o.Call {
+							first = append(first, x)
 						}
 					}
-					out = append(out, first)
-					reset()
+					c.out = append(c.out, first)
+					c.reset()
 					minCall := w[0].Call
 					init := porcupine.Operation{ClientId: 0, Input: lockInput{kind: lockInit, call: t, ret: t},
 						Call: minCall - 1, Output: "ok", Return: minCall - 1, Metadata: int64(0)}
-					add(&init)
+					c.add(&init)
 					for _, x := range w {
-						add(x)
+						c.add(x)
 					}
 				}
 			}
 		}
-		add(o)
+		c.add(o)
 	}
-	if len(cur) > 0 {
-		out = append(out, cur)
+	if len(c.cur) > 0 {
+		c.out = append(c.out, c.cur)
 	}
-	return out
+	return c.out
+}
+
+// chunker is lockChunks' state: what it knows of the whole lock history, the chunks cut so far,
+// and the chunk being built with what its next cut needs.
+type chunker struct {
+	minSize int
+	rels    map[int64][]*porcupine.Operation // the releases of each acquisition
+	lemma   bool                             // every release comes after its acquire returned
+
+	out [][]porcupine.Operation
+	cur []porcupine.Operation // the chunk being built
+
+	// For quiet cuts.
+	cands              []cand          // acquires of this chunk that may be linearized last
+	acqRet             map[int64]int64 // return of each acquire seen
+	freed              map[int64]bool  // acquisitions with an ok release called after they returned
+	maxRet, maxAcqCall int64
+
+	// For cuts with waiters: the chunk's operations not returned before the current T, and over
+	// its acquires that have: the largest free() (f1, of acquire l), the two largest returns
+	// (ret1 of acquire r1id, ret2), the largest return, and whether all of them are ok.
+	pending                          []*porcupine.Operation
+	f1, ret1, ret2, maxAcqRetP, r1id int64
+	l                                *porcupine.Operation
+	allOk                            bool
+}
+
+// cand is an acquire of the chunk that may be linearized last before a quiet cut.
+type cand struct{ acq, ret int64 }
+
+func lockIn(o *porcupine.Operation) lockInput { return o.Input.(lockInput) }
+
+// newChunker reads ops, the whole lock history in call order: the releases of each acquisition,
+// and whether every release comes after its acquire returned.
+func newChunker(ops []porcupine.Operation, minSize int) *chunker {
+	acqOf := map[int64]*porcupine.Operation{}
+	for k := range ops {
+		if x := lockIn(&ops[k]); x.kind == lockAcquire {
+			acqOf[x.acq] = &ops[k]
+		}
+	}
+	c := &chunker{minSize: minSize, rels: map[int64][]*porcupine.Operation{}, lemma: true,
+		acqRet: map[int64]int64{}, freed: map[int64]bool{}}
+	for k := range ops {
+		o := &ops[k]
+		if x := lockIn(o); x.kind == lockRelease {
+			c.rels[x.acq] = append(c.rels[x.acq], o)
+			if a, ok := acqOf[x.acq]; !ok || o.Call < a.Return {
+				c.lemma = false
+			}
+		}
+	}
+	c.reset()
+	return c
+}
+
+// leaseEnd is o's call plus its lease, Never without TTL.
+func (c *chunker) leaseEnd(o *porcupine.Operation) int64 {
+	if x := lockIn(o); x.ttl > 0 {
+		return o.Call + x.ttl
+	}
+	return history.Never
+}
+
+// freeOf is free(o): the earliest call of a release of o, or its lease's end, whichever is first.
+func (c *chunker) freeOf(o *porcupine.Operation) int64 {
+	f := c.leaseEnd(o)
+	for _, r := range c.rels[lockIn(o).acq] {
+		f = min(f, r.Call)
+	}
+	return f
+}
+
+// reset starts a new chunk.
+func (c *chunker) reset() {
+	c.cur, c.cands, c.pending = make([]porcupine.Operation, 0, c.minSize+c.minSize/4), c.cands[:0], c.pending[:0]
+	c.maxRet, c.maxAcqCall = -1, -1
+	c.f1, c.ret1, c.ret2, c.maxAcqRetP, c.r1id, c.l, c.allOk = -1, -1, -1, -1, 0, nil, true
+}
+
+// add adds a chunk operation, in call order.
+func (c *chunker) add(o *porcupine.Operation) {
+	c.cur = append(c.cur, *o)
+	c.maxRet = max(c.maxRet, o.Return)
+	x := lockIn(o)
+	switch {
+	case x.kind == lockAcquire:
+		c.acqRet[x.acq] = o.Return
+		if !x.unknown && o.Call > c.maxAcqCall {
+			c.maxAcqCall = o.Call
+			c.cands = slices.DeleteFunc(c.cands, func(d cand) bool { return d.ret < c.maxAcqCall })
+		}
+		c.cands = append(c.cands, cand{acq: x.acq, ret: o.Return})
+	case x.kind == lockRelease && !x.unknown:
+		if t, ok := c.acqRet[x.acq]; ok && o.Call > t {
+			c.freed[x.acq] = true
+		}
+	}
+	if x.kind != lockInit {
+		c.pending = append(c.pending, o)
+	}
+}
+
+// settle takes the operations of the chunk that returned before t out of pending.
+func (c *chunker) settle(t int64) {
+	c.pending = slices.DeleteFunc(c.pending, func(o *porcupine.Operation) bool {
+		if o.Return >= t {
+			return false
+		}
+		if x := lockIn(o); x.kind == lockAcquire {
+			if x.unknown {
+				c.allOk = false
+			}
+			c.maxAcqRetP = max(c.maxAcqRetP, o.Return)
+			if f := c.freeOf(o); f > c.f1 {
+				c.f1, c.l = f, o
+			}
+			if o.Return > c.ret1 {
+				c.ret1, c.ret2, c.r1id = o.Return, c.ret1, x.acq
+			} else {
+				c.ret2 = max(c.ret2, o.Return)
+			}
+		}
+		return true
+	})
+}
+
+// waitersCut returns the state at a cut with waiters before t, if there can be one. L is the
+// acquire with the largest free(); it is last if every other one returned before free(L).
+func (c *chunker) waitersCut(t int64) (int64, bool) {
+	if !c.lemma || !c.allOk || c.l == nil {
+		return 0, false
+	}
+	other := c.ret1
+	if c.r1id == lockIn(c.l).acq {
+		other = c.ret2
+	}
+	if other >= c.f1 {
+		return 0, false // L is not certainly the last acquire
+	}
+	rs := c.rels[lockIn(c.l).acq]
+	if len(rs) != 1 || lockIn(rs[0]).unknown || rs[0].Call <= c.l.Return || rs[0].Call > c.leaseEnd(c.l) || rs[0].Return >= t {
+		return 0, false
+	}
+	for _, w := range c.pending {
+		if x := lockIn(w); x.kind != lockAcquire || x.unknown || c.maxAcqRetP >= c.leaseEnd(w) || w.Return >= c.leaseEnd(c.l) {
+			return 0, false
+		}
+	}
+	return rs[0].Call, true
 }
