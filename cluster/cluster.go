@@ -53,6 +53,10 @@ type Spec struct {
 	// connect directly and link faults are refused. (The replication link of redis-sentinel is
 	// always proxied: it carries no client traffic, and the failover fault needs it.)
 	Proxies bool
+	// Wire, with Proxies, parses the protocol of every client link to a Redis or ZooKeeper node
+	// (WireTap), so faults can act at a lock's own commands (DESIGN.md §14). Off, the proxies
+	// pass bytes without looking at them: parse only the runs whose faults need it.
+	Wire bool
 	// Dir is where the per-run directory is made (default os.TempDir()).
 	Dir string
 	// Log receives server output worth keeping (may be nil).
@@ -107,6 +111,9 @@ type Cluster interface {
 	// FaultLink returns the link between client c and the named node as network faults act on
 	// it, on every backend.
 	FaultLink(c int, node string) (Link, error)
+	// WireTap returns the parsed link between client c and the named node (Spec.Wire), or an
+	// error wrapping ErrWireUnsupported that says why it has none.
+	WireTap(c int, node string) (*WireTap, error)
 	// FaultReplicationLink is ReplicationLink as network faults act on it.
 	FaultReplicationLink() (Link, error)
 	// Kill stops a node with SIGKILL (docker: kill the container).

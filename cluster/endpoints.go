@@ -64,7 +64,11 @@ func (c *topo) addLink(ctx context.Context, k linkKey, n *node) (string, error) 
 	if c.rp != nil {
 		return c.rp.add(ctx, k, n)
 	}
-	return c.px.add(k, n.Addr)
+	addr, err := c.px.add(k, n.Addr)
+	if err == nil && c.spec.Wire {
+		err = c.px.addWireTaps(k, n.Kind)
+	}
+	return addr, err
 }
 
 // Topology returns the spec's topology.

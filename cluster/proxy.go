@@ -19,6 +19,8 @@ type proxies struct {
 	links  map[linkKey]*toxiproxy.Proxy
 	listen map[linkKey]string // the proxy's address, fixed at first start
 	all    []*toxiproxy.Proxy
+	taps   map[linkKey]*WireTap // the parsed links (Spec.Wire)
+	tapIDs []int64
 }
 
 // linkKey names a link: client 0 is the replication link of redis-sentinel.
@@ -72,11 +74,14 @@ func (ps *proxies) get(k linkKey) (*toxiproxy.Proxy, string, bool) {
 // stopAll stops every proxy and closes its connections.
 func (ps *proxies) stopAll() {
 	ps.mu.Lock()
-	all := ps.all
-	ps.all = nil
+	all, ids := ps.all, ps.tapIDs
+	ps.all, ps.tapIDs = nil, nil
 	ps.mu.Unlock()
 	for _, p := range all {
 		p.Stop()
+	}
+	for _, id := range ids {
+		unregisterTap(id)
 	}
 }
 

@@ -17,8 +17,10 @@ type clientPause struct{}
 type clientCrash struct{}
 type clockSkew struct{}
 type slowRelease struct{}
+type clientStall struct{}
 
 func init() {
+	register(clientStall{})
 	register(clientPause{})
 	register(clientCrash{})
 	register(clockSkew{})
@@ -65,6 +67,28 @@ func (clientPause) Inject(ctx context.Context, env Env, t Target) (Heal, error) 
 		return errors.Join(append(errs, heal(ctx))...)
 	}, nil
 }
+
+func (clientStall) Name() string    { return "client-stall" }
+func (clientStall) Blocks() bool    { return true }
+func (clientStall) needsPoint()     {}
+func (clientStall) targetsClients() {}
+func (clientStall) validate(s Spec) error {
+	if s.For <= 0 {
+		return errors.New("fault client-stall: for must be > 0 (e.g. for: 800ms, more than the TTL)")
+	}
+	return nil
+}
+
+func (clientStall) Describe(t Target) string {
+	return fmt.Sprintf("kept busy %s at %s", t.For, t.Point)
+}
+
+// Inject does nothing to the client's links or process: the nemesis holds the client's step at
+// its point for For, while the rest of it — a lock's renewal thread, a ZooKeeper session's
+// heartbeats, a process client's whole process — runs on. A slow step of the critical section (a
+// long query, a loaded scheduler), not a stopped process: the holder keeps working past its lease,
+// as a holder cut off by a partition does while it still believes it holds.
+func (clientStall) Inject(context.Context, Env, Target) (Heal, error) { return nil, nil }
 
 func (clientCrash) Name() string    { return "client-crash" }
 func (clientCrash) Blocks() bool    { return true }

@@ -39,6 +39,9 @@ func (restart) needs(s Spec) []cluster.Control {
 	return []cluster.Control{cluster.ControlRestart}
 }
 
+// client-stall needs nothing of the cluster: it only holds the client's step.
+func (clientStall) needs(Spec) []cluster.Control { return nil }
+
 // clock-jump needs nothing: its script runs over a plain client connection, so it applies to
 // external Redis nodes too (limited to the run's own keys, see Env's KeyPattern).
 

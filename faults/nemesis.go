@@ -44,6 +44,7 @@ type Nemesis struct {
 	healing map[int64]Heal // lasting faults not yet healed, by occurrence id
 	stopped bool
 	stop    chan struct{} // closed by HealAll: lasting faults stop waiting for their For
+	unwatch []func()      // the wire rules' watchers (wire.go), removed by HealAll
 	wg      sync.WaitGroup
 	cancel  context.CancelFunc
 }
@@ -58,6 +59,7 @@ type rule struct {
 	// injected counts occurrences that took effect; lastErr is the last injection's error.
 	injected int
 	lastErr  string
+	wire     *wireRule // a fault at a wire point (Spec.Wire), from Start
 }
 
 // Planned is one timed occurrence, decided before the run from the seed.
@@ -94,7 +96,7 @@ func Plan(specs []Spec, seed int64, d time.Duration) []Planned {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6c6f636b6368616f))
 	var out []Planned
 	for i, s := range specs {
-		if s.Point != "" {
+		if s.Point != "" || s.Wire != nil {
 			continue
 		}
 		for k, at := 0, s.At.D(); s.times() < 0 || k < s.times(); k, at = k+1, at+s.Every.D() {
@@ -134,6 +136,9 @@ func (n *Nemesis) Start(ctx context.Context) error {
 		}
 		n.keep(id, heal)
 	}
+	if err := n.startWire(ctx); err != nil {
+		return err
+	}
 	start := time.Now()
 	for _, p := range n.plan {
 		if p.At == 0 {
@@ -162,8 +167,9 @@ func (n *Nemesis) Start(ctx context.Context) error {
 // name, and holds the client there while a blocking fault lasts. It returns ErrCrashed to a crashed
 // client once ctx ends, ctx's error when ctx ended during a pause, and nil otherwise.
 func (n *Nemesis) Point(ctx context.Context, c int, name string) error {
+	n.wireArm(c, name)
 	for _, r := range n.rules {
-		if r.spec.Point != name || (r.spec.Client != 0 && r.spec.Client != c) {
+		if r.spec.Wire != nil || r.spec.Point != name || (r.spec.Client != 0 && r.spec.Client != c) {
 			continue
 		}
 		r.mu.Lock()
@@ -322,6 +328,13 @@ func (n *Nemesis) HealAll() {
 	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
 	for _, id := range ids {
 		n.end(id, nil)
+	}
+	n.mu.Lock()
+	unwatch := n.unwatch
+	n.unwatch = nil
+	n.mu.Unlock()
+	for _, stop := range unwatch {
+		stop()
 	}
 	n.wg.Wait()
 }

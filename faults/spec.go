@@ -45,6 +45,9 @@ type Spec struct {
 	Jitter Duration `yaml:"jitter,omitempty" json:"jitter,omitempty"`
 	// Stream is "both" (default), "upstream" (client→server) or "downstream" for link faults.
 	Stream string `yaml:"stream,omitempty" json:"stream,omitempty"`
+	// Wire aims the fault at one of the lock's own commands on the client's links (DESIGN.md §14):
+	// it fires when the proxy sees that request or reply (after Point, when set).
+	Wire *Wire `yaml:"wire,omitempty" json:"wire,omitempty"`
 	// Setup marks a fault that shapes the run rather than attacks it (a partition in force from
 	// the start that decides which nodes each client reaches): it must still fire, but it opens
 	// no danger window of its own (DESIGN.md §10).
@@ -90,8 +93,8 @@ func (s Spec) Validate() error {
 	if !ok {
 		return fmt.Errorf("fault kind %q is unknown (known: %s)", s.Kind, strings.Join(KindNames(), ", "))
 	}
-	if s.Point == "" && s.Client != 0 {
-		return fmt.Errorf("fault %s: client is only meaningful with point", s.Kind)
+	if s.Point == "" && s.Wire == nil && s.Client != 0 {
+		return fmt.Errorf("fault %s: client is only meaningful with point or wire", s.Kind)
 	}
 	for _, d := range []struct {
 		name string
@@ -107,7 +110,7 @@ func (s Spec) Validate() error {
 	if err := checkClients(s.Clients, 0); err != nil {
 		return fmt.Errorf("fault %s: %w", s.Kind, err)
 	}
-	if (s.Clients == "trigger" || s.Clients == "others") && s.Point == "" {
+	if (s.Clients == "trigger" || s.Clients == "others") && s.Point == "" && s.Wire == nil {
 		return fmt.Errorf("fault %s: clients %q needs point (it is relative to the client at the point)", s.Kind, s.Clients)
 	}
 	if s.Skip < 0 || s.Times < -1 {
@@ -118,8 +121,13 @@ func (s Spec) Validate() error {
 	default:
 		return fmt.Errorf("fault %s: stream %q must be both, upstream or downstream", s.Kind, s.Stream)
 	}
-	if _, ok := k.(pointOnly); ok && s.Point == "" {
-		return fmt.Errorf("fault %s needs a point (e.g. point: cs:before-write): it stops a client at a step", s.Kind)
+	if _, ok := k.(pointOnly); ok && s.Point == "" && s.Wire == nil {
+		return fmt.Errorf("fault %s needs a point (e.g. point: cs:before-write) or a wire point: it stops a client at a step", s.Kind)
+	}
+	if s.Wire != nil {
+		if err := s.Wire.validate(s); err != nil {
+			return err
+		}
 	}
 	if v, ok := k.(validator); ok {
 		return v.validate(s)

@@ -35,6 +35,12 @@ func (r *rule) reason(seen int, lastErr string) string {
 	switch {
 	case lastErr != "":
 		return "it could not be injected: " + lastErr
+	case s.Wire != nil && s.Point == "" && seen <= s.Skip:
+		return fmt.Sprintf("its wire point (%s) was matched %d times, all skipped (skip %d)", s.Wire, seen, s.Skip)
+	case s.Wire != nil && s.Point == "":
+		return fmt.Sprintf("its wire point (%s) was matched %d times but the fault phase had ended", s.Wire, seen)
+	case s.Wire != nil && seen > s.Skip:
+		return fmt.Sprintf("its point %s was reached %d times, but no command matched its wire point (%s) after it", s.Point, seen, s.Wire)
 	case s.Point == "":
 		return fmt.Sprintf("its time (%s) was not reached before the fault phase ended", s.At)
 	case seen == 0 && s.Client != 0:

@@ -13,13 +13,16 @@ import (
 
 // Named points the harness offers between the steps of the critical section (DESIGN.md §2).
 const (
+	// PointBeforeAcquire is reached before each call of Acquire: where a fault aims at the
+	// acquisition itself (the winning reply held on the wire, DESIGN.md §14).
+	PointBeforeAcquire = "cs:before-acquire"
 	PointAcquired      = "cs:acquired"
 	PointBeforeWrite   = "cs:before-write"
 	PointBeforeRelease = "cs:before-release"
 )
 
 // Points lists the harness's points in the order a client reaches them.
-var Points = []string{PointAcquired, PointBeforeWrite, PointBeforeRelease}
+var Points = []string{PointBeforeAcquire, PointAcquired, PointBeforeWrite, PointBeforeRelease}
 
 // client is one worker: acquire → critical section → release → think, until ctx ends.
 type client struct {
@@ -52,6 +55,9 @@ func (c *client) run(ctx context.Context) {
 
 // once runs one acquisition. It returns errStop when the client must stop.
 func (c *client) once(ctx context.Context) error {
+	if err := c.point(ctx, PointBeforeAcquire); err != nil {
+		return errStop
+	}
 	acq := c.rec.invoke(history.Event{Op: history.OpAcquire, Client: c.id, Lock: c.lock})
 	start := c.clock.Now()
 	actx, cancel := context.WithTimeout(ctx, c.w.AcquireTimeout)

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,6 +55,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Log:     cfg.Log, External: cfg.external,
 		RedisImage: cfg.RedisImage, ZooKeeperImage: cfg.ZooKeeperImage,
 	}
+	// Links are parsed only for the runs whose faults act at a command (DESIGN.md §14).
+	spec.Wire = spec.Proxies && slices.ContainsFunc(cfg.Faults, func(s faults.Spec) bool { return s.Wire != nil })
 	if cfg.external != nil {
 		// Someone else's servers: the run's keys and znodes carry its id, as its proxies do.
 		spec.RunID = cluster.NewRunID()
@@ -193,7 +196,7 @@ func plannedFaults(specs []faults.Spec) []history.PlannedFault {
 	out := make([]history.PlannedFault, len(specs))
 	for i, s := range specs {
 		out[i] = history.PlannedFault{Kind: s.Kind, Point: s.Point, Client: s.Client, AtNs: int64(s.At),
-			ForNs: int64(s.For), Clients: s.Clients, Nodes: s.Nodes, Setup: s.Setup}
+			ForNs: int64(s.For), Clients: s.Clients, Nodes: s.Nodes, Setup: s.Setup, Wire: s.Wire.String()}
 	}
 	return out
 }

@@ -122,4 +122,6 @@ type PlannedFault struct {
 	// Setup marks a fault that shapes the run rather than attacks it (a partition in force from
 	// the start that decides who reaches which node): it has no danger window of its own.
 	Setup bool `json:"setup,omitempty"`
+	// Wire says at which command on the wire the fault acts (DESIGN.md §14), e.g. "before DEL".
+	Wire string `json:"wire,omitempty"`
 }

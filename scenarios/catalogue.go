@@ -13,6 +13,9 @@ import (
 
 const ttl = 500 // ms, the catalogue's lease
 
+// succeeded is a wire point's "ok: true": the reply of a request that took effect.
+var succeeded = true
+
 // ZooKeeper's session timeout is 1 s: shorter sessions expire spuriously on a loaded 2-core machine.
 var std = Workload{Clients: 5, TTL: ms(ttl), Hold: ms(10), Duration: ms(2000), SessionTimeout: ms(1000)}
 
@@ -96,30 +99,32 @@ func registerCatalogue() bool {
 	})
 	register(Scenario{
 		Name: "slow-release",
-		Summary: "The holder's release reaches the server late: its DEL is delayed past the TTL " +
-			"(getset: the holder pauses between its GET and its DEL).",
-		Reproduces: "seed 003 table: a late DEL removes another client's lock",
-		Needs:      "release delay > TTL, and a holder in place when the late DEL lands",
-		// A hold of 150 ms keeps the lock held almost all the time, so the late DEL nearly always
-		// finds another holder's key to remove (with 10 ms holds it often fell into a gap).
-		Workload: std.merge(Workload{Hold: ms(150)}),
-		Faults: []faults.Spec{{Kind: "slow-release", Point: "cs:before-release", Amount: ms(ttl + 300),
-			For: ms(2 * ttl)}},
-		Variants: map[string]Variant{
-			// At the fourth release, in the steady state (as client-pause's getset variant), for
-			// TTL−75 ms: the holder's key expires 350 ms after its GET, a waiter takes it over and
-			// holds 150 ms, and the DEL lands in the middle of that hold (as latency's getset
-			// variant). Acquires time out after 300 ms, so every grant comes to an acquire called
-			// less than TTL−hold ago and its holder holds; the release's timeout is 3 s, to outlast
-			// the pause (a client woken past it finds its context ended and gives the DEL up).
-			// Before: a pause of 2×TTL+300 ms and acquires of 3 s, the DEL meant for a later
-			// holder's hold — it found none in 1 of 5 matrices at --parallel 4 (both takeover
-			// winners had waited longer than the lease and gave the lock back unused, and losing
-			// GETSETs left keys nobody held).
-			"getset": {Faults: []faults.Spec{{Kind: "client-pause", Point: "release:after-get", Skip: 3, For: ms(ttl - 75)}},
-				Workload: Workload{AcquireTimeout: ms(300), ReleaseTimeout: ms(3000)}},
+		Summary: "A holder's release is late on the wire: first the request of its fourth release is held until " +
+			"another client holds the lock (a late plain DEL), then the first reply of a later release is held " +
+			"so (a late GET reply, and the DEL that trusts it).",
+		Reproduces: "seed 003 table: a late DEL removes another client's lock; seed RedisLockUtil: GET, compare, then DEL",
+		Needs:      "the release's first command (or its reply) held until the holder's key expired and another client holds",
+		// Both faults act at the release's own commands on the wire (DESIGN.md §14), so they reach
+		// every Redis lock without a named point in its code: the first request after the holder
+		// reached cs:before-release, and later the first reply. Each is held until another client
+		// reaches cs:acquired — the moment a late command does harm, whatever the lock's retry
+		// timing — or 3×TTL at most (a lock without expiry is never taken over: setnx). A lock
+		// whose release compares atomically on the server (Lua) deletes nothing either way; a
+		// plain DEL removes the new holder's key (the first fault), and a GET whose reply comes
+		// back after the takeover still shows the holder's own value, so the DEL it leads to
+		// removes the new holder's key (the second). The releases are the fourth and the seventh,
+		// in the steady state: the first holders are granted while the others' first acquires,
+		// all called at 0, run out together, and a takeover then found no waiter. Holds of 150 ms
+		// keep the lock held nearly all the time; the request timeout (3×TTL) keeps the releasing
+		// client waiting for its held reply rather than closing the connection.
+		Workload: std.merge(Workload{Hold: ms(150), Duration: ms(3000), OpTimeout: ms(3 * ttl), ReleaseTimeout: ms(3000)}),
+		Faults: []faults.Spec{
+			{Kind: "latency", Point: "cs:before-release", Skip: 3, Amount: ms(3 * ttl),
+				Wire: &faults.Wire{Before: "*", Until: "cs:acquired"}},
+			{Kind: "latency", Point: "cs:before-release", Skip: 6, Amount: ms(3 * ttl),
+				Wire: &faults.Wire{AfterReply: "*", Until: "cs:acquired"}},
 		},
-		Expect: expect("S: no expiry, the DEL is the holder's own", "Us", "Us", "Us", "S", "S", "S"),
+		Expect: expect("S: no expiry, the DEL is the holder's own", "Us", "Us", "Us: the GET's late reply leads its DEL to the new holder's key", "S", "S", "S"),
 	})
 	register(Scenario{
 		Name: "failover",
@@ -177,18 +182,26 @@ func registerCatalogue() bool {
 	})
 	register(Scenario{
 		Name: "partition",
-		Summary: "The holder is cut off from the lock service (not from the resource) for longer than the " +
-			"TTL / session timeout, right after it acquired; it keeps working and writes under the partition " +
-			"while it believes its lease. ZooKeeper: it writes while still cut off, after the ensemble expired " +
-			"its session, which it cannot know yet.",
-		Reproduces: "Curator's session-expiry caveat (CURATOR-206); Jepsen",
-		Needs:      "partition > TTL (session timeout) at cs:acquired; a write under the partition",
-		// The holder writes within its own validity (hold 10 ms of a 500 ms lease) while its links to
-		// the service are black holes: a lease lock must let the others in after the TTL and the
-		// holder must stop by its own clock, so a lock that trusts a lease it cannot renew is caught
-		// (DESIGN.md §11). Its release is lost in the partition (toxiproxy drops the bytes).
-		Workload: std.merge(Workload{AcquireTimeout: ms(4000), StuckAfter: ms(1500)}),
-		Faults:   []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2*ttl + 300)}},
+		Summary: "The holder is cut off from the lock service (not from the resource) right after it acquired, for " +
+			"longer than the TTL / session timeout, and keeps working past its lease before it checks it; what it " +
+			"sent meanwhile arrives when the partition heals. ZooKeeper: it writes while still cut off, after the " +
+			"ensemble expired its session, which it cannot know yet.",
+		Reproduces: "Curator's session-expiry caveat (CURATOR-206); Jepsen; seed 003 table (the DEL blocked in the network, accepted later)",
+		Needs:      "partition > TTL (session timeout) at cs:acquired; the holder busy past its TTL under it",
+		// The partition holds the bytes and delivers them at the heal (DESIGN.md §4): a release
+		// sent under it lands 1.3 s after the holder acquired, when another client holds. The
+		// holder stays busy TTL+300 ms at cs:acquired (client-stall: its links and threads run,
+		// as a holder that is working does), so a lock that keeps believing in a lease it cannot
+		// renew — a watchdog that never gives up, a lease trusted until release — writes after the
+		// next client was granted, and a careful holder finds its validity gone and skips its
+		// write. Any lock reaches both faults: they are the harness's own points. Holds of 150 ms
+		// keep the lock held nearly all the time, so a plain DEL delivered at the heal finds a
+		// holder to remove (with 10 ms holds setnx-expire's landed in a gap).
+		Workload: std.merge(Workload{Hold: ms(150), AcquireTimeout: ms(4000), StuckAfter: ms(1500), Duration: ms(2500), Tail: ms(1000)}),
+		Faults: []faults.Spec{
+			{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2*ttl + 300)},
+			{Kind: "client-stall", Point: "cs:acquired", For: ms(ttl + 300)},
+		},
 		Variants: map[string]Variant{
 			// A ZooKeeper lock has no validity of its own: the holder believes it until its client
 			// is told the session expired (the recipe's Valid, Curator's LOST). The caveat is a
@@ -198,42 +211,55 @@ func registerCatalogue() bool {
 			"zookeeper": {Faults: []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2300)}},
 				Workload: Workload{Hold: ms(1600), AcquireTimeout: ms(4000), StuckAfter: ms(3000), Tail: ms(1000)}},
 		},
-		// setnx: the holder's DEL is lost in the partition and the key has no TTL, so nobody is
-		// granted again — stuck, where DESIGN.md §7's first table (written when the hold outlived
-		// the partition) said S.
-		Expect: expect("X: the lost DEL leaves a key without TTL", "S", "S", "S", "S", "S", "Uc"),
+		// setnx: its DEL, held in the partition, arrives at the heal and frees the lock (stuck while
+		// the partition dropped it). setnx-expire and setnx-px: the plain DEL arrives after the key
+		// expired and another client took the lock, and removes that client's key.
+		Expect: expect("S: the held DEL arrives at the heal", "Us: the held plain DEL removes the next holder's key",
+			"Us: the held plain DEL removes the next holder's key", "S", "S", "S", "Uc"),
 	})
 	register(Scenario{
-		Name:       "latency",
-		Summary:    "From 300 ms on, replies from a minority of nodes (the single node) are delayed by TTL/2+50 ms. getset: the holder's release replies are delayed past its TTL.",
-		Reproduces: "antirez: Redlock's validity check rejects slow acquisitions; getset: a late GET reply lets its DEL remove a new holder's key",
-		Needs:      "latency > TTL/2 on a minority; getset: reply latency > TTL from cs:before-release",
-		Workload:   std.merge(Workload{OpTimeout: ms(2 * ttl)}),
-		Faults:     []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "all", Amount: ms(ttl/2 + 50)}},
+		Name: "latency",
+		Summary: "The reply that wins an acquisition is slow on the wire: held until another client holds the lock " +
+			"(the lease ran out meanwhile). Quorum locks: every winning reply of the acquisition held so (a slow " +
+			"majority); ZooKeeper: a minority's replies delayed by TTL/2+50 ms from 300 ms on.",
+		Reproduces: "antirez: Redlock's validity check rejects slow acquisitions; Kleppmann: a lease counted from the reply",
+		Needs:      "the winning reply held past the TTL; a request timeout longer than that",
+		// At the fifth acquire call (Skip 4, the steady state), the first reply that succeeds on
+		// the caller's links — the SET NX that won, whatever the lock calls it — is held on the
+		// wire until another client reaches cs:acquired: the key expired meanwhile, as a reply
+		// that sat in a socket buffer past the lease. A lock that counts its validity from the
+		// call sees none left and does not write; one that counts it from the reply, or trusts
+		// its lease until release, writes into the next holder's lease. Holds of 150 ms keep the
+		// lock held. The hold ends after TTL+300 ms at most, inside the request timeout (2×TTL):
+		// a lock without expiry (setnx) is never taken over, and a reply held past its client's
+		// timeout would leave its key set for good — a lost reply, not a slow one.
+		Workload: std.merge(Workload{OpTimeout: ms(2 * ttl), Hold: ms(150), AcquireTimeout: ms(4000)}),
+		Faults: []faults.Spec{{Kind: "latency", Point: "cs:before-acquire", Skip: 4, Amount: ms(ttl + 300),
+			Wire: &faults.Wire{AfterReply: "*", OK: &succeeded, Until: "cs:acquired"}}},
 		Variants: map[string]Variant{
-			"redlock": {Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "minority", Amount: ms(ttl/2 + 50)}},
-				Workload: Workload{OpTimeout: ms(ttl / 10)}},
+			// A quorum lock asks its nodes in parallel: every reply that wins a node is held (Each),
+			// so the majority comes after the lease ran out — for a lock whose request timeout
+			// outlasts it. The built-in redlock asks each node under a timeout of at most TTL/10
+			// (antirez's advice), so its held replies time out and never make a slow majority: its
+			// slow acquisition is its own stall between the replies and the validity computation
+			// (a GC pause, the scheduler), which only its named point reaches. So the first
+			// client to reach acquire:after-quorum stalls there for TTL+300 ms — a refinement that
+			// only the locks marking that point get (offered, scenario.go). The acquire timeout
+			// outlasts a stall late in a contended acquire (redlock-no-validity missed 1 of 5 runs
+			// without it).
+			"redlock": {Faults: []faults.Spec{
+				{Kind: "latency", Point: "cs:before-acquire", Skip: 4, Amount: ms(ttl + 300),
+					Wire: &faults.Wire{AfterReply: "*", OK: &succeeded, Until: "cs:acquired", Each: true}},
+				{Kind: "client-pause", Point: "acquire:after-quorum", For: ms(ttl + 300)},
+			}},
+			// A ZooKeeper lock has no lease for a held reply to outlast: its lease is the session,
+			// and holding a reply holds that connection's heartbeats (client-pause and partition
+			// reach that). Latency on a minority of the ensemble shows the quorum carries on.
 			"zookeeper": {Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "minority", Amount: ms(ttl/2 + 50)}}},
-			// getset's race under latency, forced at its point so the cell is deterministic
-			// (DESIGN.md §10): the server answers the release GET at once but the reply reaches
-			// the holder after its lease ended; meanwhile a waiter's GETSET took the lock over,
-			// and the holder's DEL, sent on its stale GET, removes the new holder's key while
-			// that one still holds it, so a third client is granted the lock during its lease.
-			// The timing, with holds of 150 ms: the trigger's key expires 350 ms after its
-			// release began, a waiter takes it over then and holds 150 ms, and the DEL lands at
-			// TTL−75 = 425 ms, in the middle of that hold. Acquires time out after 300 ms, so
-			// every grant comes to an acquire called less than TTL−hold ago and its holder holds
-			// (a waiter that had waited longer took the lock and gave it back at once, unused,
-			// and a losing GETSET then left a key nobody held for the DEL to remove: 1 miss in 6
-			// matrices at --parallel 4, when the DEL came at TTL+100 and had to find a second
-			// waiter's hold). It fires at the fourth release (Skip 3), in the steady state. The
-			// release's own timeout (3 s) outlasts the late reply, so the release is not past its
-			// deadline when it sends the DEL.
-			"getset": {Faults: []faults.Spec{{Kind: "latency", Point: "cs:before-release", Skip: 3, Clients: "trigger", Nodes: "all",
-				Amount: ms(ttl - 75), For: ms(ttl + 300), Stream: "downstream"}},
-				Workload: Workload{Hold: ms(150), AcquireTimeout: ms(300), ReleaseTimeout: ms(3000)}},
 		},
-		Expect: expect("S", "S", "S", "Us: a late GET reply lets its DEL remove a new holder's key", "S", "S", "S"),
+		// setnx-px: its plain DEL, sent after the late reply told it its lease had run out, removes
+		// the key of the client granted meanwhile.
+		Expect: expect("S", "S", "Us: its plain DEL after the late grant removes the next holder's key", "S", "S", "S", "S"),
 	})
 	register(Scenario{
 		Name:       "getset-race",

@@ -12,75 +12,18 @@ import (
 // the fault reaches the mechanism the real algorithm relies on. This file keeps them apart from
 // the catalogue's literals (catalogue.go), so both can change without touching each other.
 func init() {
-	// slow-release: the generic delayed release (upstream latency from cs:before-release).
-	// getset's own variant pauses between its GET and its DEL, where a plain DEL has no step, so
-	// getset-no-compare runs the generic fault: the real getset's late GET then sees the new
-	// holder's value and deletes nothing; the mutant's late DEL removes it.
-	//
-	// Both fire at the holder's fourth release (Skip 3), not its first: the first holders are
-	// granted while the others' first acquires, all called at 0, run out of time together, and
-	// the late DEL then often lands in a gap with no holder (getset-no-compare missed 2 of 2
-	// runs under load with the first release, token-plain-del 1 of 3). In the steady state a hold
-	// of 150 ms keeps the lock held ≈ 95% of the time. token's own variant gives the real token
-	// the same fault as its mutants.
-	//
-	// The DEL is delayed 2×TTL+300 ms: it lands after the gap that follows the holder's expiry,
-	// when the lock is held again. In that gap the first grant goes to a waiter that has waited
-	// since before the expiry and never uses it, and getset-no-compare's losing GETSETs leave a
-	// key nobody holds: with TTL+300 ms its late DEL landed there in 1 of 20 runs.
-	late := make([]faults.Spec, len(must("slow-release").Faults))
-	copy(late, must("slow-release").Faults)
-	for i := range late {
-		late[i].Skip, late[i].Amount, late[i].For = 3, ms(2*ttl+300), ms(3*ttl)
-	}
-	// A request timeout above the delay keeps the releasing client waiting for its DEL's reply:
-	// with the default (125 ms) it gives up and closes the connection, and whether toxiproxy still
-	// delivers the delayed DEL then depends on a race (getset-no-compare: missed 1 of 5 so).
-	slow := Variant{Faults: late, Workload: Workload{OpTimeout: ms(3 * ttl)}}
-	vary("slow-release", "token", slow)
-	vary("slow-release", "getset-no-compare", slow)
+	// slow-release and latency act on the wire (catalogue.go), so they reach the mutants as they
+	// reach any lock: a late plain DEL (token-plain-del, getset-no-compare), a late GET reply before
+	// a DEL, a reply trusted for a TTL from its arrival (token-no-validity); redlock-no-validity is
+	// reached by its own named point (the redlock variant of latency says why).
 	catch("slow-release", "token-plain-del", "Us: the late plain DEL removes the next holder's key (seed 003 table)")
 	catch("slow-release", "getset-no-compare", "Us: the late plain DEL removes the next holder's lock")
-
-	// latency. A slow acquisition is one whose grant the holder uses late: for the token lock
-	// that needs the reply to reach the client after its key expired. Latency on one client's
-	// links above the TTL does that only when its SET lands in a gap between two holders, which a
-	// contended lock rarely leaves (measured: 0 of 3 runs caught token-no-validity with 600 ms on
-	// client 1's replies). So the first client to get the lock stalls between the SET's reply and
-	// its use of it (acquire:after-set) for TTL+100 ms — a GC pause or a loaded scheduler, or a
-	// reply that sat in a socket buffer. The real token counts its validity from the call and
-	// does not write; the mutant counts a TTL from after the stall and writes into the next
-	// holder's lease. A hold of 150 ms keeps the lock held nearly all the time, so that write
-	// overlaps a holder.
-	// The acquire timeout outlasts a stall that comes late in a contended acquire: otherwise the
-	// stall ends the call (measured: redlock-no-validity missed 1 of 5 runs so, its first quorum
-	// came 690 ms into a 1 s acquire).
-	stall := Workload{Hold: ms(150), AcquireTimeout: ms(4000)}
-	vary("latency", "token", Variant{
-		Faults:   []faults.Spec{{Kind: "client-pause", Point: "acquire:after-set", For: ms(ttl + 100)}},
-		Workload: stall,
-	})
-	// redlock asks its nodes in parallel, each under a timeout of at most TTL/10, so no network
-	// latency can make an acquisition that succeeds slow: the slow acquisition antirez's check
-	// guards against is the client's own stall between the replies and its validity computation
-	// (a GC pause, the scheduler). The first client to reach acquire:after-quorum stalls there
-	// for TTL+300 ms: the real Redlock finds no validity left and retries; the mutant writes.
-	// redsync, also of the redlock family, offers no such point and keeps the minority latency.
-	lat := must("latency")
-	vary("latency", "redsync", lat.Variants["redlock"])
-	vary("latency", "redlock", Variant{
-		Faults:   []faults.Spec{{Kind: "client-pause", Point: "acquire:after-quorum", For: ms(ttl + 300)}},
-		Workload: Workload{OpTimeout: ms(ttl / 10), Hold: stall.Hold, AcquireTimeout: stall.AcquireTimeout},
-	})
 	catch("latency", "token-no-validity", "Uc: the reply came after the lease ran; the holder trusted a TTL from it")
+
 	catch("latency", "redlock-no-validity", "Uc: antirez's check removed; the slow acquisition's lease had run")
 
-	// partition. token+watchdog: the holder holds TTL+300 ms and writes under the partition, after
-	// its key expired (no renewal got through) and the next client was granted. The real
-	// watchdog gave the lease up at its first failed renewal (TTL/3 + one request timeout) and
-	// its careful client skips the write; the blind one writes. With a hold of 10 ms the write
-	// would come before the key could expire, and the mutant would pass.
-	vary("partition", "token+watchdog", Variant{Workload: Workload{Hold: ms(ttl + 300), StuckAfter: ms(2500), Tail: ms(1000)}})
+	// partition: the holder stays busy past its TTL under the partition (catalogue.go), so the
+	// blind watchdog, whose renewals cannot get through, writes after the next client was granted.
 	// zookeeper-ignore-session: the holder holds past the heal (1.7 s, partition 1.3 s), so it
 	// reconnects and is told its session expired before it writes: the real recipe's Valid is
 	// then false and it skips the write (measured S, 3 of 3 runs); the mutant writes into the

@@ -4,6 +4,7 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -138,6 +139,18 @@ func Family(algorithm string) string {
 		return "redlock"
 	case strings.HasPrefix(algorithm, "zookeeper"):
 		return "zookeeper"
+	}
+	// Any other lock is of the family of the topology it runs on (a user's Redlock, a user's
+	// ZooKeeper recipe): the variants are the topology's, not a built-in's.
+	if info, err := algorithms.Lookup(algorithm); err == nil && len(info.Topologies) > 0 {
+		switch info.Topologies[0] {
+		case "redis-multi":
+			return "redlock"
+		case "zookeeper":
+			return "zookeeper"
+		}
+	}
+	switch {
 	default:
 		return "redis"
 	}
@@ -168,6 +181,7 @@ func (s Scenario) Cell(algorithm string) (Cell, error) {
 			c.Workload = c.Workload.merge(v.Workload)
 		}
 	}
+	c.Faults = offered(c.Faults, algorithm)
 	code, ok := s.Expect[algorithm]
 	if !ok {
 		code, ok = extraExpect[s.Name][algorithm]
@@ -192,6 +206,27 @@ func (s Scenario) Cell(algorithm string) (Cell, error) {
 	}
 	c.Expected = v
 	return c, nil
+}
+
+// offered leaves out of a cell the faults at a named point the algorithm does not mark: a point of
+// its own acquire or release ("acquire:after-quorum") is a refinement for the locks that mark it
+// (DESIGN.md §11, §14), never a requirement — the harness's points ("cs:…") and the wire reach
+// every lock, and a fault that could never fire would leave the cell without evidence.
+func offered(fs []faults.Spec, algorithm string) []faults.Spec {
+	info, err := algorithms.Lookup(algorithm)
+	if err != nil {
+		return fs // not registered (yet): nothing to judge by
+	}
+	var out []faults.Spec
+	for _, f := range fs {
+		if f.Point == "" || strings.HasPrefix(f.Point, "cs:") || slices.Contains(info.Points, f.Point) {
+			out = append(out, f)
+		}
+	}
+	if len(out) == len(fs) {
+		return fs
+	}
+	return out
 }
 
 // Validate checks a scenario's own fields and faults.

@@ -1,0 +1,448 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/Shopify/toxiproxy/v2/stream"
+	"github.com/Shopify/toxiproxy/v2/toxics"
+
+	"github.com/lockchaos/lockchaos/cluster/wire"
+)
+
+// Wire points (DESIGN.md §14). With Spec.Wire, every client link to a Redis, Sentinel or ZooKeeper
+// node carries a protocol-aware toxic of ours from the moment its proxy starts, one per stream:
+//
+//	client ──▶ [wire: requests] ──▶ node          client ◀── [wire: replies] ◀── node
+//
+// It cuts its stream into messages (cluster/wire) and shows each one to the link's WireTap before
+// passing it on, so a fault can act at a lock's own command — hold the DEL of a release until
+// another client holds the lock, hold the reply to the winning SET NX past the lease, stop a
+// process the moment a reply reaches it — without any help from the lock's code. The toxics are in
+// place before any client connects: a stream is parsed from its first byte, and the two streams of
+// one connection are paired (a reply is matched with its request).
+//
+// The toxics stay until the cluster closes; faults come and go as watchers of the tap.
+
+// WireToxic is the toxic type of a parsed stream.
+const WireToxic = "lockchaos-wire"
+
+// WireEvent is one message seen on a parsed link, before it is passed on.
+type WireEvent struct {
+	Client int
+	Node   string
+	// Reply is true for a message from the server to the client (a reply, or a push).
+	Reply bool
+	Msg   wire.Message
+	// Req is, for a reply, the request it answers (zero for a push, or when it is not known).
+	Req wire.Message
+	// Conn numbers the link's connections from 1, in the order they were opened.
+	Conn int64
+}
+
+// Name is the command an event concerns: a request's, or the request a reply answers.
+func (e WireEvent) Name() string {
+	if e.Reply {
+		return e.Req.Cmd
+	}
+	return e.Msg.Cmd
+}
+
+// WireAction is what a watcher asks of a message.
+type WireAction struct {
+	// Hold, when not nil, keeps the message — and, as TCP would, everything behind it on its
+	// stream — from its receiver until the channel is closed.
+	Hold <-chan struct{}
+	// After runs once the message has been handed on towards its receiver.
+	After func()
+}
+
+// WireWatcher sees every message of a tap it watches, in the proxy's own goroutine: it must return
+// at once (to wait, it returns a Hold).
+type WireWatcher func(WireEvent) WireAction
+
+// WireTap is the parsing point of one client's link to one node.
+type WireTap struct {
+	client int
+	node   string
+	proto  string // "resp" or "zookeeper"
+
+	watchers atomic.Pointer[[]*watcherEntry]
+	wmu      sync.Mutex
+
+	mu      sync.Mutex
+	pending *wireConn // a connection whose request stream started and whose reply stream has not
+	conns   int64
+}
+
+type watcherEntry struct{ w WireWatcher }
+
+// Client and Node name the tap's link.
+func (t *WireTap) Client() int  { return t.client }
+func (t *WireTap) Node() string { return t.node }
+
+// Watch adds w to the tap until the returned function is called.
+func (t *WireTap) Watch(w WireWatcher) (stop func()) {
+	e := &watcherEntry{w}
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	var cur []*watcherEntry
+	if p := t.watchers.Load(); p != nil {
+		cur = *p
+	}
+	next := append(append([]*watcherEntry(nil), cur...), e)
+	t.watchers.Store(&next)
+	return func() {
+		t.wmu.Lock()
+		defer t.wmu.Unlock()
+		var rest []*watcherEntry
+		for _, x := range *t.watchers.Load() {
+			if x != e {
+				rest = append(rest, x)
+			}
+		}
+		t.watchers.Store(&rest)
+	}
+}
+
+// observe shows e to every watcher and combines what they ask: every hold, every after.
+func (t *WireTap) observe(e WireEvent) (holds []<-chan struct{}, afters []func()) {
+	p := t.watchers.Load()
+	if p == nil {
+		return nil, nil
+	}
+	for _, x := range *p {
+		a := x.w(e)
+		if a.Hold != nil {
+			holds = append(holds, a.Hold)
+		}
+		if a.After != nil {
+			afters = append(afters, a.After)
+		}
+	}
+	return holds, afters
+}
+
+// wireConn pairs the two streams of one connection: the requests in flight, so that a reply is
+// matched with the request it answers (Redis answers in order; ZooKeeper by xid).
+type wireConn struct {
+	n     int64
+	proto string
+	mu    sync.Mutex
+	fifo  []wire.Message         // resp
+	byXid map[int32]wire.Message // zookeeper
+}
+
+func (c *wireConn) sent(m wire.Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.proto == protoZooKeeper {
+		if c.byXid == nil {
+			c.byXid = map[int32]wire.Message{}
+		}
+		if m.Cmd != "connect" {
+			c.byXid[m.Xid] = m
+		}
+		return
+	}
+	c.fifo = append(c.fifo, m)
+}
+
+func (c *wireConn) answered(m wire.Message) wire.Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m.Push {
+		return wire.Message{}
+	}
+	if c.proto == protoZooKeeper {
+		req, ok := c.byXid[m.Xid]
+		if ok {
+			delete(c.byXid, m.Xid)
+		}
+		return req
+	}
+	if len(c.fifo) == 0 {
+		return wire.Message{}
+	}
+	req := c.fifo[0]
+	c.fifo = c.fifo[1:]
+	return req
+}
+
+const (
+	protoRESP      = "resp"
+	protoZooKeeper = "zookeeper"
+)
+
+// wireProto is the protocol a node of kind k speaks on its client links, "" when lockchaos does
+// not parse it (etcd's gRPC: DESIGN.md §14).
+func wireProto(k Kind) string {
+	switch k {
+	case KindRedis, KindSentinel:
+		return protoRESP
+	case KindZooKeeper:
+		return protoZooKeeper
+	}
+	return ""
+}
+
+// ErrWireUnsupported is returned for a wire point on a link lockchaos does not parse.
+var ErrWireUnsupported = errors.New("wire points unsupported")
+
+// taps holds every tap of the process, by id: toxiproxy builds a toxic from its JSON attributes,
+// so the toxic finds its tap by number.
+var taps = struct {
+	sync.Mutex
+	next int64
+	byID map[int64]*WireTap
+}{byID: map[int64]*WireTap{}}
+
+func registerTap(t *WireTap) int64 {
+	taps.Lock()
+	defer taps.Unlock()
+	taps.next++
+	taps.byID[taps.next] = t
+	return taps.next
+}
+
+func unregisterTap(id int64) {
+	taps.Lock()
+	defer taps.Unlock()
+	delete(taps.byID, id)
+}
+
+func tapByID(id int64) *WireTap {
+	taps.Lock()
+	defer taps.Unlock()
+	return taps.byID[id]
+}
+
+// wireToxic parses one stream of a link. Its fields are its toxiproxy attributes.
+type wireToxic struct {
+	Tap   int64 `json:"tap"`
+	Reply bool  `json:"reply"` // the server → client stream
+}
+
+func init() { toxics.Register(WireToxic, new(wireToxic)) }
+
+// NewState starts a connection's stream. Toxiproxy starts a connection's request stream, then its
+// reply stream, one connection after another in the proxy's accept loop, each calling NewState
+// before any byte flows: so the reply stream's state pairs with the request stream's just made.
+func (w *wireToxic) NewState() any {
+	t := tapByID(w.Tap)
+	if t == nil {
+		return &wireStream{raw: true}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := &wireStream{tap: t, reply: w.Reply}
+	if !w.Reply {
+		t.conns++
+		s.conn = &wireConn{n: t.conns, proto: t.proto}
+		t.pending = s.conn
+	} else {
+		s.conn, t.pending = t.pending, nil
+		if s.conn == nil { // a reply stream without its request stream: shown unpaired
+			t.conns++
+			s.conn = &wireConn{n: t.conns, proto: t.proto}
+		}
+	}
+	s.framer = newFramer(t.proto, w.Reply)
+	return s
+}
+
+func newFramer(proto string, reply bool) wire.Framer {
+	switch {
+	case proto == protoZooKeeper && reply:
+		return wire.NewZKReplies()
+	case proto == protoZooKeeper:
+		return wire.NewZKRequests()
+	case reply:
+		return wire.NewRESPReplies()
+	}
+	return wire.NewRESPRequests()
+}
+
+// wireStream is one direction of one connection: the bytes not yet cut into a whole message, and
+// a message that waits for its hold (kept across toxiproxy's interrupts, which restart Pipe).
+type wireStream struct {
+	tap    *WireTap
+	conn   *wireConn
+	reply  bool
+	framer wire.Framer
+	raw    bool // not (or no longer) parsed: bytes pass as they come
+	buf    []byte
+	ts     time.Time
+
+	held   []byte
+	holds  []<-chan struct{}
+	afters []func()
+}
+
+// Pipe passes whole messages on, each after the tap's watchers saw it and any hold they asked for
+// ended. Bytes of a message not yet complete wait for the rest of it (they would not be acted on
+// by the server before it anyway).
+func (w *wireToxic) Pipe(stub *toxics.ToxicStub) {
+	s, ok := stub.State.(*wireStream)
+	if !ok { // toxiproxy runs stateful toxics with their state; be safe anyway
+		new(toxics.NoopToxic).Pipe(stub)
+		return
+	}
+	if !s.release(stub) || !s.drain(stub) {
+		return
+	}
+	for {
+		select {
+		case <-stub.Interrupt:
+			return
+		case c := <-stub.Input:
+			if c == nil {
+				if len(s.buf) > 0 { // a partial message at the close: the receiver gets what came
+					stub.Output <- &stream.StreamChunk{Data: s.buf, Timestamp: s.ts}
+					s.buf = nil
+				}
+				stub.Close()
+				return
+			}
+			s.ts = c.Timestamp
+			if s.raw {
+				stub.Output <- c
+				continue
+			}
+			s.buf = append(s.buf, c.Data...)
+			if !s.drain(stub) {
+				return
+			}
+		}
+	}
+}
+
+// drain passes on every whole message in the buffer. It returns false when interrupted while a
+// message waits for its hold.
+func (s *wireStream) drain(stub *toxics.ToxicStub) bool {
+	for len(s.buf) > 0 {
+		if s.raw {
+			stub.Output <- &stream.StreamChunk{Data: s.buf, Timestamp: s.ts}
+			s.buf = nil
+			return true
+		}
+		n, m, err := s.framer.Next(s.buf)
+		if err != nil {
+			s.raw = true // not the protocol (or lost sync): pass the rest through unparsed
+			continue
+		}
+		if n == 0 {
+			if len(s.buf) > maxPartial {
+				s.raw = true // a message this large is no lock's command: stop holding it back
+				continue
+			}
+			return true
+		}
+		msg := make([]byte, n)
+		copy(msg, s.buf[:n])
+		s.buf = s.buf[n:]
+		if len(s.buf) == 0 {
+			s.buf = nil
+		}
+		e := WireEvent{Client: s.tap.client, Node: s.tap.node, Reply: s.reply, Msg: m, Conn: s.conn.n}
+		if s.reply {
+			e.Req = s.conn.answered(m)
+		} else {
+			s.conn.sent(m)
+		}
+		s.held = msg
+		s.holds, s.afters = s.tap.observe(e)
+		if !s.release(stub) {
+			return false
+		}
+	}
+	return true
+}
+
+// release passes the waiting message on once every hold on it ended, then runs its afters. It
+// returns false when interrupted first; the message keeps waiting in the state.
+func (s *wireStream) release(stub *toxics.ToxicStub) bool {
+	if s.held == nil {
+		return true
+	}
+	for len(s.holds) > 0 {
+		select {
+		case <-s.holds[0]:
+			s.holds = s.holds[1:]
+		case <-stub.Interrupt:
+			return false
+		}
+	}
+	stub.Output <- &stream.StreamChunk{Data: s.held, Timestamp: s.ts}
+	s.held = nil
+	afters := s.afters
+	s.afters = nil
+	for _, f := range afters {
+		f()
+	}
+	return true
+}
+
+// maxPartial bounds the bytes a stream keeps back while a message is incomplete.
+const maxPartial = 1 << 20
+
+// addWireTaps puts the wire toxics on a new client link's proxy, before any client connects.
+func (ps *proxies) addWireTaps(k linkKey, kind Kind) error {
+	proto := wireProto(kind)
+	if proto == "" {
+		return nil
+	}
+	p, _, ok := ps.get(k)
+	if !ok {
+		return fmt.Errorf("no proxy for client %d → %s", k.client, k.node)
+	}
+	t := &WireTap{client: k.client, node: k.node, proto: proto}
+	id := registerTap(t)
+	for _, reply := range []bool{false, true} {
+		streamName, name := "upstream", "lockchaos-wire-requests"
+		if reply {
+			streamName, name = "downstream", "lockchaos-wire-replies"
+		}
+		err := embeddedLink{p}.AddToxic(context.Background(), name, WireToxic, streamName, map[string]any{"tap": id, "reply": reply})
+		if err != nil {
+			unregisterTap(id)
+			return fmt.Errorf("parse the link client %d → %s: %w", k.client, k.node, err)
+		}
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.taps == nil {
+		ps.taps = map[linkKey]*WireTap{}
+	}
+	ps.taps[k] = t
+	ps.tapIDs = append(ps.tapIDs, id)
+	return nil
+}
+
+// WireTap returns the tap of client cl's link to node (Spec.Wire), or an error wrapping
+// ErrWireUnsupported naming why there is none.
+func (c *topo) WireTap(cl int, node string) (*WireTap, error) {
+	n, err := c.node(node)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case c.rp != nil:
+		return nil, fmt.Errorf("%w: the external backend's proxies are remote toxiproxy-servers, which cannot parse a protocol (wire points need the local or docker backend)", ErrWireUnsupported)
+	case !c.spec.Proxies || !c.spec.Wire:
+		return nil, fmt.Errorf("%w: the cluster was started without parsing its links (Spec.Wire)", ErrWireUnsupported)
+	case wireProto(n.Kind) == "":
+		return nil, fmt.Errorf("%w: lockchaos does not parse %s's protocol (etcd speaks gRPC over HTTP/2: not parsed until measured as cheap)", ErrWireUnsupported, n.Kind)
+	}
+	c.px.mu.Lock()
+	defer c.px.mu.Unlock()
+	t, ok := c.px.taps[linkKey{cl, node}]
+	if !ok {
+		return nil, fmt.Errorf("no link from client %d to %s (clients are 1..%d)", cl, node, c.spec.Clients)
+	}
+	return t, nil
+}

@@ -1,0 +1,352 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster/wire"
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// Wire aims a fault at one of the lock's own commands as it crosses the client's link (DESIGN.md
+// §14): the proxies parse Redis's and ZooKeeper's protocols, so the fault reaches any lock — a
+// built-in, a user's Go lock, a process client in any language — without a named point in its
+// code.
+//
+// A wire fault fires at the first message that matches (after Skip matches; with Point, at the
+// first match on the client's links after it reached the point, Skip counting points), and holds
+// that message — and what follows it on its stream, in order, as TCP would — until it heals:
+//
+//   - latency: for Amount;
+//   - partition, partition-oneway: for For, or until Until; the fault's own partition acts on its
+//     targets meanwhile (a hold of the client's links from that command on);
+//   - client-pause: a client in a process of its own is stopped (SIGSTOP) the moment the message
+//     has reached it, for For; a client in the harness's process cannot be stopped from outside,
+//     so its message is held for For instead — what a process that stalls after the message sees.
+//
+// Until ends the hold early when a client other than the trigger reaches that harness point
+// (cs:acquired: "until another client holds the lock"): the moment a late command does harm, and
+// no sooner, whatever the lock's retry timing.
+type Wire struct {
+	// Before matches a request on its way to the server ("DEL", "SET NX", "delete", "*" for any
+	// command of the lock — not the connection's housekeeping).
+	Before string `yaml:"before,omitempty" json:"before,omitempty"`
+	// AfterReply matches the reply to such a request on its way to the client.
+	AfterReply string `yaml:"after-reply,omitempty" json:"after-reply,omitempty"`
+	// OK, with AfterReply, matches only replies that succeeded (true: not an error, a null or the
+	// integer 0 — the SET NX that won, the DEL that deleted) or only those that did not (false).
+	OK *bool `yaml:"ok,omitempty" json:"ok,omitempty"`
+	// Until ends the hold when another client reaches this harness point (e.g. cs:acquired).
+	Until string `yaml:"until,omitempty" json:"until,omitempty"`
+	// Each holds every matching message on the trigger's links until the heal, not only the
+	// first: a quorum lock's every reply (a slow majority).
+	Each bool `yaml:"each,omitempty" json:"each,omitempty"`
+}
+
+// String says what the wire point matches, as history lines and reports show it.
+func (w *Wire) String() string {
+	if w == nil {
+		return ""
+	}
+	var b strings.Builder
+	if w.Before != "" {
+		b.WriteString("before " + w.Before)
+	} else {
+		b.WriteString("after the reply to " + w.AfterReply)
+		if w.OK != nil {
+			if *w.OK {
+				b.WriteString(" (succeeded)")
+			} else {
+				b.WriteString(" (failed)")
+			}
+		}
+	}
+	if w.Each {
+		b.WriteString(", every one")
+	}
+	if w.Until != "" {
+		b.WriteString(", until another client reaches " + w.Until)
+	}
+	return b.String()
+}
+
+// wireKinds are the kinds that can act at a wire point.
+var wireKinds = []string{"latency", "partition", "partition-oneway", "client-pause"}
+
+func (w *Wire) validate(s Spec) error {
+	if (w.Before == "") == (w.AfterReply == "") {
+		return fmt.Errorf("fault %s: wire needs exactly one of before (a request) or after-reply (a reply), e.g. wire: {before: DEL}", s.Kind)
+	}
+	if w.OK != nil && w.AfterReply == "" {
+		return fmt.Errorf("fault %s: wire ok is only meaningful with after-reply", s.Kind)
+	}
+	if _, err := w.pattern(); err != nil {
+		return fmt.Errorf("fault %s: wire: %w", s.Kind, err)
+	}
+	ok := false
+	for _, k := range wireKinds {
+		ok = ok || k == s.Kind
+	}
+	if !ok {
+		return fmt.Errorf("fault %s cannot act at a wire point (use one of %s)", s.Kind, strings.Join(wireKinds, ", "))
+	}
+	if s.Kind != "latency" && s.For <= 0 {
+		return fmt.Errorf("fault %s at a wire point: for must be > 0 (how long the command is held at most)", s.Kind)
+	}
+	if s.Nodes != "" && s.Kind != "partition" && s.Kind != "partition-oneway" {
+		return fmt.Errorf("fault %s at a wire point acts on the client's links to every node: drop nodes", s.Kind)
+	}
+	return nil
+}
+
+func (w *Wire) pattern() (wire.Pattern, error) {
+	p := w.Before
+	if p == "" {
+		p = w.AfterReply
+	}
+	return wire.ParsePattern(p)
+}
+
+// match reports whether e is a message the wire point names.
+func (w *Wire) match(p wire.Pattern, e cluster.WireEvent) bool {
+	if w.Before != "" {
+		return !e.Reply && p.Match(e.Msg)
+	}
+	if !e.Reply || e.Msg.Push || !p.Match(e.Req) {
+		return false
+	}
+	if w.OK != nil {
+		succeeded := !e.Msg.Err && !e.Msg.Null && !e.Msg.Zero
+		return succeeded == *w.OK
+	}
+	return true
+}
+
+// wireRule is the wire side of a rule: its pattern, the clients armed by its point, and the
+// occurrences in force (each holding its messages until it heals).
+type wireRule struct {
+	pat    wire.Pattern
+	mu     sync.Mutex
+	armed  map[int]bool
+	active map[int]*wireOccurrence // by trigger client
+}
+
+// wireOccurrence is one firing of a wire fault: the gate its held messages wait on.
+type wireOccurrence struct {
+	id      int64
+	trigger int
+	until   string
+	gate    chan struct{}
+	once    sync.Once
+}
+
+func (o *wireOccurrence) open() { o.once.Do(func() { close(o.gate) }) }
+
+// startWire makes every wire rule watch the parsed links of every client. It runs in Start,
+// before clients run; the watchers go at HealAll.
+func (n *Nemesis) startWire(ctx context.Context) error {
+	c := n.env.Cluster()
+	for _, r := range n.rules {
+		if r.spec.Wire == nil {
+			continue
+		}
+		pat, err := r.spec.Wire.pattern()
+		if err != nil {
+			return err
+		}
+		r.wire = &wireRule{pat: pat, armed: map[int]bool{}, active: map[int]*wireOccurrence{}}
+		var taps []*cluster.WireTap
+		var lastErr error
+		for cl := 1; cl <= n.env.Clients(); cl++ {
+			if r.spec.Point == "" && r.spec.Client != 0 && r.spec.Client != cl {
+				continue
+			}
+			for _, nd := range c.Nodes() {
+				tap, err := c.WireTap(cl, nd.Name)
+				if err != nil {
+					lastErr = err // a node whose protocol is not parsed: others may be
+					continue
+				}
+				taps = append(taps, tap)
+			}
+		}
+		if len(taps) == 0 {
+			return fmt.Errorf("fault %s at a wire point: no parsed link: %w", r.spec.Kind, lastErr)
+		}
+		for _, tap := range taps {
+			stop := tap.Watch(func(e cluster.WireEvent) cluster.WireAction { return n.onWire(ctx, r, e) })
+			n.mu.Lock()
+			n.unwatch = append(n.unwatch, stop)
+			n.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+// onWire is a wire rule's watcher: it runs in the proxy's goroutine, so it decides at once and
+// leaves every slow step (an injection, a heal) to goroutines of its own.
+func (n *Nemesis) onWire(ctx context.Context, r *rule, e cluster.WireEvent) cluster.WireAction {
+	w := r.wire
+	if !r.spec.Wire.match(w.pat, e) {
+		return cluster.WireAction{}
+	}
+	w.mu.Lock()
+	if o := w.active[e.Client]; o != nil && r.spec.Wire.Each {
+		w.mu.Unlock()
+		return cluster.WireAction{Hold: o.gate}
+	}
+	fire := false
+	if r.spec.Point != "" {
+		fire = w.armed[e.Client]
+		delete(w.armed, e.Client)
+	} else {
+		r.mu.Lock()
+		r.seen++
+		fire = r.seen > r.spec.Skip
+		r.mu.Unlock()
+	}
+	if fire {
+		r.mu.Lock()
+		fire = r.spec.times() < 0 || r.fired < r.spec.times()
+		if fire {
+			r.fired++
+		}
+		r.mu.Unlock()
+	}
+	if !fire {
+		w.mu.Unlock()
+		return cluster.WireAction{}
+	}
+	n.mu.Lock()
+	stopped := n.stopped
+	n.mu.Unlock()
+	if stopped {
+		w.mu.Unlock()
+		return cluster.WireAction{}
+	}
+	o := &wireOccurrence{id: n.nextID.Add(1), trigger: e.Client, until: r.spec.Wire.Until, gate: make(chan struct{})}
+	w.active[e.Client] = o
+	w.mu.Unlock()
+
+	t, err := resolve(ctx, n.env, r.spec, e.Client, 0)
+	if r.spec.Clients == "" {
+		t.Clients = []int{e.Client} // a wire fault acts on the client whose command it caught
+	}
+	detail := wireDetail(r.spec, e)
+	began := n.now()
+	pauser, _ := lockerOf(n.env, e.Client).(algorithms.Pauser)
+	stopProcess := r.spec.Kind == "client-pause" && pauser != nil
+	act := cluster.WireAction{Hold: o.gate}
+	if stopProcess {
+		act = cluster.WireAction{} // the message reaches the process, which then stops
+	}
+	inject := func() {
+		var heal Heal
+		if err == nil && (stopProcess || r.spec.Kind == "partition" || r.spec.Kind == "partition-oneway") {
+			heal, err = r.kind.Inject(ctx, n.env, t)
+		}
+		n.record(history.Event{Phase: history.PhaseStart, Fault: o.id, Rule: r.index, Name: r.spec.Kind,
+			Target: describeTarget(t), Point: r.spec.Point, Detail: detail, Error: errString(err), AtNs: began})
+		r.mu.Lock()
+		if err != nil {
+			r.lastErr = err.Error()
+		} else {
+			r.injected++
+		}
+		r.mu.Unlock()
+		lasting := r.spec.For.D()
+		if r.spec.Kind == "latency" {
+			lasting = r.spec.Amount.D()
+		}
+		// The occurrence ends at its time, at its Until, or at HealAll, whichever comes first;
+		// the heal (if any) comes before the held messages go, so they arrive after it.
+		end := func(h Heal) Heal {
+			return func(ctx context.Context) error {
+				var herr error
+				if h != nil {
+					herr = h(ctx)
+				}
+				w.mu.Lock()
+				if w.active[o.trigger] == o {
+					delete(w.active, o.trigger)
+				}
+				w.mu.Unlock()
+				o.open()
+				return herr
+			}
+		}
+		n.keepFor(o.id, end(heal), lasting)
+	}
+	if stopProcess {
+		act.After = func() { go inject() }
+	} else {
+		go inject()
+	}
+	return act
+}
+
+// wireArm is called at every named point a client reaches: it arms the wire rules whose point it
+// is (Skip and Times as for any point), disarms the client's other arms (an arm lasts until the
+// client's next step of the critical section: a point of the harness's, "cs:…"; the points a lock
+// marks inside its own acquire or release do not end it), and ends the holds whose Until another
+// client just reached.
+func (n *Nemesis) wireArm(c int, name string) {
+	for _, r := range n.rules {
+		w := r.wire
+		if w == nil {
+			continue
+		}
+		var ended []*wireOccurrence
+		w.mu.Lock()
+		if r.spec.Point != "" && strings.HasPrefix(name, "cs:") {
+			delete(w.armed, c)
+		}
+		for _, o := range w.active {
+			if o.until == name && o.trigger != c {
+				ended = append(ended, o)
+			}
+		}
+		w.mu.Unlock()
+		for _, o := range ended {
+			n.end(o.id, nil)
+		}
+		if r.spec.Point != name || (r.spec.Client != 0 && r.spec.Client != c) {
+			continue
+		}
+		r.mu.Lock()
+		r.seen++
+		arm := r.seen > r.spec.Skip && (r.spec.times() < 0 || r.fired < r.spec.times())
+		r.mu.Unlock()
+		if arm {
+			w.mu.Lock()
+			w.armed[c] = true
+			w.mu.Unlock()
+		}
+	}
+}
+
+// wireDetail says what the fault did at which command, for the history's fault line.
+func wireDetail(s Spec, e cluster.WireEvent) string {
+	what := "request " + e.Msg.Text
+	if e.Reply {
+		what = "reply " + e.Msg.Text + " to " + e.Req.Text
+	}
+	var act string
+	switch {
+	case s.Kind == "latency":
+		act = fmt.Sprintf("held %s", s.Amount)
+	case s.Kind == "client-pause":
+		act = fmt.Sprintf("client stopped for %s once it had", s.For)
+	default:
+		act = fmt.Sprintf("held, with the link, for at most %s", s.For)
+	}
+	until := ""
+	if s.Wire.Until != "" && s.Kind != "latency" {
+		until = ", until another client reached " + s.Wire.Until
+	}
+	return fmt.Sprintf("wire %s on %s: %s %s%s", s.Wire, e.Node, act, what, until)
+}

@@ -1,0 +1,114 @@
+package faults_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/faults"
+)
+
+// TestWireHold shows a fault acting at one command on the wire, on a real redis-server (DESIGN.md
+// §14): "before DEL" holds client 1's DEL — and only it: its GET and client 2's DEL pass at once —
+// until another client reaches the fault's until point, and the DEL then executes; the start line
+// names the command it held.
+func TestWireHold(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true, Wire: true})
+	env := &testEnv{c: c, clients: 2}
+	ctx := ctxT(t, 30*time.Second)
+	direct := rclient(t, nodeAddr(t, c, "redis-1"), 2*time.Second)
+	rc1 := rclient(t, proxied(t, c, 1, 0), 5*time.Second)
+	rc2 := rclient(t, proxied(t, c, 2, 0), 2*time.Second)
+	for _, k := range []string{"lock", "other"} {
+		if err := direct.Set(ctx, k, "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, rec := startNemesis(t, env, []faults.Spec{{Kind: "latency", Client: 1, Amount: ms(3 * time.Second),
+		Wire: &faults.Wire{Before: "DEL", Until: "cs:acquired"}}}, 1)
+
+	if got, err := rc1.Get(ctx, "lock").Result(); err != nil || got != "v" {
+		t.Fatalf("client 1's GET through the parsed link: %q, %v", got, err)
+	}
+	done := make(chan error, 1)
+	t0 := time.Now()
+	go func() { done <- rc1.Del(ctx, "lock").Err() }()
+	rec.waitStart(t, "latency", 2*time.Second)
+	if err := rc2.Del(ctx, "other").Err(); err != nil {
+		t.Errorf("client 2's DEL is not aimed at, but: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if got := waitValue(ctx, direct, "lock", 0); got != "v" {
+		t.Errorf("client 1's held DEL executed before the until point: the key is %q", got)
+	}
+	// Client 1 reaching the point does not end its own hold; client 2 reaching it does.
+	_ = n.Point(ctx, 1, "cs:acquired")
+	time.Sleep(100 * time.Millisecond)
+	if got := waitValue(ctx, direct, "lock", 0); got != "v" {
+		t.Errorf("the trigger's own point ended the hold: the key is %q", got)
+	}
+	_ = n.Point(ctx, 2, "cs:acquired")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("the held DEL: %v", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the held DEL was not released when client 2 reached cs:acquired")
+	}
+	if d := time.Since(t0); d < 350*time.Millisecond || d > 2*time.Second {
+		t.Errorf("the DEL took %v: want it held until the until point (≈400 ms), not its 3 s", d)
+	}
+	if got := waitValue(ctx, direct, "lock", 0); got != "" {
+		t.Errorf("after the release the key is still %q: the DEL never executed", got)
+	}
+	n.HealAll()
+	s := checkLines(t, rec, "latency", "client-1")
+	if want := "DEL lock"; !contains(s.Detail, want) {
+		t.Errorf("the fault line's detail %q does not name the command %q", s.Detail, want)
+	}
+}
+
+// TestWireArmedByPoint shows a wire fault armed by a point: it fires at the first reply that
+// succeeds after the client reached its point, not at earlier ones, and holds it for its amount.
+func TestWireArmedByPoint(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 1, Proxies: true, Wire: true})
+	env := &testEnv{c: c, clients: 1}
+	ctx := ctxT(t, 30*time.Second)
+	rc := rclient(t, proxied(t, c, 1, 0), 5*time.Second)
+	ok := true
+	const amount = 400 * time.Millisecond
+	n, rec := startNemesis(t, env, []faults.Spec{{Kind: "latency", Point: "cs:before-acquire", Amount: ms(amount),
+		Wire: &faults.Wire{AfterReply: "SET NX", OK: &ok}}}, 1)
+	timed := func(f func() error) time.Duration {
+		t0 := time.Now()
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	if d := timed(func() error { return rc.SetNX(ctx, "k", "a", 0).Err() }); d > amount/2 {
+		t.Errorf("a SET NX before the point was held %v", d)
+	}
+	_ = n.Point(context.Background(), 1, "cs:before-acquire")
+	if d := timed(func() error { return rc.SetNX(ctx, "k", "b", 0).Err() }); d > amount/2 {
+		t.Errorf("a SET NX that failed (the key exists) was held %v: ok: true matches only replies that succeeded", d)
+	}
+	if err := rc.Del(ctx, "k").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if d := timed(func() error { return rc.SetNX(ctx, "k", "c", 0).Err() }); d < amount*9/10 {
+		t.Errorf("the winning SET NX's reply came after %v: want it held %v", d, amount)
+	}
+	if d := timed(func() error { return rc.SetNX(ctx, "k2", "d", 0).Err() }); d > amount/2 {
+		t.Errorf("a second winning SET NX was held %v: the fault fires once", d)
+	}
+	n.HealAll()
+	checkLines(t, rec, "latency", "client-1")
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
