@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -111,125 +110,6 @@ func CheckRun(h *history.Run, opts Options) *Outcome {
 	return out
 }
 
-// facts are what the checks found in a history, read whole (CheckRun) or in segments (the
-// merger): everything its Result is made of.
-type facts struct {
-	// r is the run the evidence is found in: the whole history, or for segments its faults
-	// alone (their counts are in counts, and granted holds the clients granted in them).
-	r       *run
-	granted map[int]bool
-	// counts holds the acquires, the stale writes rejected and the expired writes; for segments
-	// also the writes and grants, in the danger windows and in all.
-	counts Result
-	// lat are the successful acquires' latencies, writes the successful writes, ops the
-	// operations.
-	lat         []int64
-	writes, ops int
-	warnings    []string // besides the history's own
-
-	lockCheck, resourceCheck Check
-	overlaps, grants         int // overlapping holders, illegal grants located
-	lostUpdates              int
-	fenceRegressions         int
-	longestStall             time.Duration
-	// vs are the safety violations in time order, classes every class among them in order of
-	// first appearance, stuck the stall that makes the run stuck (nil if none), timedOut the
-	// warning of a porcupine check that ran out of time ("" if none).
-	vs       []Violation
-	classes  []Class
-	stuck    *Violation
-	timedOut string
-}
-
-// newResult is the one constructor of a Result: what ran and what was expected, from h's meta
-// line; the numbers, the evidence and the verdict, from what the checks found in it.
-func newResult(h *history.Run, f *facts) Result {
-	res := Result{Algorithm: h.Meta.Algorithm, Scenario: h.Meta.Scenario, Backend: h.Meta.Backend, Seed: h.Meta.Seed}
-	if h.Meta.Expected != "" {
-		e := h.Meta.Expected
-		res.Expected = &e
-	}
-	res.Warnings = append(append(res.Warnings, h.Warnings...), f.warnings...)
-	for _, fs := range h.Faults {
-		if fs.Error != "" {
-			res.FaultErrors = append(res.FaultErrors, fmt.Sprintf("fault %d %s on %s: %s", fs.ID, fs.Name, fs.Target, fs.Error))
-		}
-	}
-	c := &f.counts
-	res.AcquiresOk, res.AcquiresFailed, res.StaleWritesRejected = c.AcquiresOk, c.AcquiresFailed, c.StaleWritesRejected
-	res.ExpiredWrites = c.ExpiredWrites
-	finishCounts(&res, f.lat, f.writes, f.ops, h.End)
-	res.LockCheck, res.ResourceCheck = f.lockCheck, f.resourceCheck
-	res.ExclusionViolations, res.ServiceViolations = f.overlaps, f.grants
-	if res.ServiceViolations == 0 && f.lockCheck.Result == string(porcupine.Illegal) {
-		res.ServiceViolations = 1 // porcupine proved an illegal grant it could not pin on one
-	}
-	res.LostUpdates = f.lostUpdates
-	res.FenceRegressions = f.fenceRegressions
-	res.LongestStallMs = ms(int64(f.longestStall))
-	res.ClassesSeen = f.classes
-
-	// Evidence: could this run have failed?
-	res.WritesOk, res.WritesRejected = c.WritesOk, c.WritesRejected
-	res.WritesInWindow, res.GrantsInWindow = c.WritesInWindow, c.GrantsInWindow
-	res.Evidence = f.r.evidence(&res, h.Unfired, f.granted)
-	decide(&res, f.vs, f.stuck, f.timedOut, h.Abort)
-	return res
-}
-
-// decide gives res its verdict and what follows from it: vs are the safety violations in time
-// order, stuck the stall that makes the run stuck (nil if none), timedOut the warning of a
-// porcupine check that ran out of time ("" if none), abort why the run ended before its time
-// ("" if it ran its course: a run cut short proves no safety, and its stall was cut short too).
-// res.Evidence is the evidence line.
-func decide(res *Result, vs []Violation, stuck *Violation, timedOut, abort string) {
-	evidence := res.Evidence
-	ended := ""
-	switch {
-	case len(vs) > 0:
-		res.Verdict = Unsafe
-		first := vs[0]
-		res.FirstViolation = &first
-		c := first.Class
-		res.ViolationClass = &c
-		res.Evidence = EvidenceOK // the violation is its own evidence
-	case abort != "":
-		res.Verdict = Unknown
-		ended = "the run ended early: " + abort
-		res.Warnings = append(res.Warnings, ended)
-	case stuck != nil:
-		res.Verdict = Stuck
-		res.FirstViolation = stuck
-		res.Evidence = EvidenceOK
-	case timedOut != "":
-		res.Verdict = Unknown
-		res.Warnings = append(res.Warnings, timedOut)
-	case res.AcquiresOk == 0:
-		res.Verdict = Unknown
-		res.Warnings = append(res.Warnings, "no acquire succeeded: too few operations to judge")
-		if res.Evidence == EvidenceOK {
-			res.Evidence = "no acquire succeeded"
-		}
-	case evidence != EvidenceOK:
-		res.Verdict = Unknown
-		res.Warnings = append(res.Warnings, "no evidence the run could have failed: "+evidence)
-	default:
-		res.Verdict = Safe
-	}
-	if res.FirstViolation != nil {
-		t := res.FirstViolation.AtMs
-		res.TTDMs = &t
-	}
-	if res.Expected != nil {
-		m := Matches(res, *res.Expected)
-		res.Matches = &m
-	}
-	res.DecidedBy = decidedBy(res, vs)
-	if ended != "" {
-		res.DecidedBy = ended
-	}
-}
-
 // maxCauses bounds how many illegal grants get their cause searched.
 const maxCauses = 64
 
@@ -289,32 +169,6 @@ func (r *run) overlapViolations(overlaps []overlap, illegal map[int]bool, causeO
 		vs = append(vs, v)
 	}
 	return vs, excl
-}
-
-// Matches is the one judge of whether a result meets an expectation: run, check, the matrix,
-// merge, the selftest, reproduce, locktest, the reports and junit.xml all ask it. expected is
-// any spelling ParseExpected takes: "safe", "unsafe", "stuck", "unknown", "unsafe-service" /
-// "unsafe-client", which also need a violation of that class (among ClassesSeen, or the first
-// violation's, which a result from before classes_seen only has), or "unsafe-lost", which needs
-// an update proven lost. A nil result, or an expectation it does not take, never matches.
-func Matches(res *Result, expected string) bool {
-	long, ok := ParseExpected(expected)
-	if res == nil || !ok {
-		return false
-	}
-	verdict, class, _ := strings.Cut(long, "-")
-	if Verdict(verdict) != res.Verdict {
-		return false
-	}
-	switch class {
-	case "":
-		return true
-	case "lost":
-		return res.LostUpdates > 0
-	}
-	c := Class(class)
-	return slices.Contains(res.ClassesSeen, c) || (res.ViolationClass != nil && *res.ViolationClass == c) ||
-		(res.FirstViolation != nil && res.FirstViolation.Class == c)
 }
 
 // excludedClass classifies each overlap. It is the client's fault when the old holder's late

@@ -1,6 +1,9 @@
 package checker
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // The expectation vocabulary (DESIGN.md §7), defined once: the catalogue's codes and the long
 // names results, the CLI's --expect and the reports use. Each long name is what Matches takes.
@@ -68,4 +71,30 @@ func ExpectedNames() []string {
 		out = append(out, c.long)
 	}
 	return append(out, string(Unknown))
+}
+
+// Matches is the one judge of whether a result meets an expectation: run, check, the matrix,
+// merge, the selftest, reproduce, locktest, the reports and junit.xml all ask it. expected is
+// any spelling ParseExpected takes: "safe", "unsafe", "stuck", "unknown", "unsafe-service" /
+// "unsafe-client", which also need a violation of that class (among ClassesSeen, or the first
+// violation's, which a result from before classes_seen only has), or "unsafe-lost", which needs
+// an update proven lost. A nil result, or an expectation it does not take, never matches.
+func Matches(res *Result, expected string) bool {
+	long, ok := ParseExpected(expected)
+	if res == nil || !ok {
+		return false
+	}
+	verdict, class, _ := strings.Cut(long, "-")
+	if Verdict(verdict) != res.Verdict {
+		return false
+	}
+	switch class {
+	case "":
+		return true
+	case "lost":
+		return res.LostUpdates > 0
+	}
+	c := Class(class)
+	return slices.Contains(res.ClassesSeen, c) || (res.ViolationClass != nil && *res.ViolationClass == c) ||
+		(res.FirstViolation != nil && res.FirstViolation.Class == c)
 }
