@@ -43,7 +43,9 @@ type Wire struct {
 	// Until ends the hold when another client reaches this harness point (e.g. cs:acquired).
 	Until string `yaml:"until,omitempty" json:"until,omitempty"`
 	// Each holds every matching message on the trigger's links until the heal, not only the
-	// first: a quorum lock's every reply (a slow majority).
+	// first: a quorum lock's every reply (a slow majority). With Point, the arm lasts until the
+	// client's next harness point, and a match after a heal fires again (Times allowing): every
+	// attempt of a retrying acquire.
 	Each bool `yaml:"each,omitempty" json:"each,omitempty"`
 }
 
@@ -202,7 +204,9 @@ func (n *Nemesis) onWire(ctx context.Context, r *rule, e cluster.WireEvent) clus
 	fire := false
 	if r.spec.Point != "" {
 		fire = w.armed[e.Client]
-		delete(w.armed, e.Client)
+		if !r.spec.Wire.Each { // Each: the arm holds every match until the client's next step
+			delete(w.armed, e.Client)
+		}
 	} else {
 		r.mu.Lock()
 		r.seen++

@@ -17,12 +17,16 @@ const (
 	// acquisition itself (the winning reply held on the wire, DESIGN.md §14).
 	PointBeforeAcquire = "cs:before-acquire"
 	PointAcquired      = "cs:acquired"
+	// PointBeforeRead is reached once the holder found its lease valid, before it reads: the
+	// lock is held and will be used (a grant whose lease ran out while it was waited for is
+	// released at once, unused, and never reaches it).
+	PointBeforeRead    = "cs:before-read"
 	PointBeforeWrite   = "cs:before-write"
 	PointBeforeRelease = "cs:before-release"
 )
 
 // Points lists the harness's points in the order a client reaches them.
-var Points = []string{PointBeforeAcquire, PointAcquired, PointBeforeWrite, PointBeforeRelease}
+var Points = []string{PointBeforeAcquire, PointAcquired, PointBeforeRead, PointBeforeWrite, PointBeforeRelease}
 
 // client is one worker: acquire → critical section → release → think, until ctx ends.
 type client struct {
@@ -120,6 +124,9 @@ func (c *client) criticalSection(ctx context.Context, acq int64, start time.Time
 		// The acquisition took longer than the lease (Redlock's rule: a lock granted too late is
 		// not used). A careful client does not touch the resource and releases.
 		return c.point(ctx, PointBeforeRelease)
+	}
+	if err := c.point(ctx, PointBeforeRead); err != nil {
+		return err
 	}
 	rd := c.rec.invoke(history.Event{Op: history.OpRead, Client: c.id, Lock: c.lock, Acq: acq, Fence: lease.Fence})
 	v := c.res.read(lease.Fence)
