@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 )
 
@@ -78,5 +79,44 @@ func (r *recorder) fault(e history.Event) {
 	r.write(e, false)
 	if err := r.w.Sync(); err != nil {
 		r.fail(err)
+	}
+}
+
+// watchWire records every command and reply of the lock on the cluster's parsed links (DESIGN.md
+// §14) as wire lines, stamped when the message left the proxy: a request towards the server, a
+// reply towards the client — after any hold a fault put on it. Connection housekeeping (HELLO,
+// pings) and pushes are left out. It returns the function that stops recording.
+func (r *recorder) watchWire(cl cluster.Cluster, clients int) (stop func()) {
+	var stops []func()
+	for c := 1; c <= clients; c++ {
+		for _, n := range cl.Nodes() {
+			tap, err := cl.WireTap(c, n.Name)
+			if err != nil {
+				continue // a link lockchaos does not parse
+			}
+			stops = append(stops, tap.Watch(func(e cluster.WireEvent) cluster.WireAction {
+				req := e.Msg
+				if e.Reply {
+					req = e.Req
+				}
+				if req.Control || req.Cmd == "" || e.Msg.Push {
+					return cluster.WireAction{}
+				}
+				line := history.Event{Type: history.TypeWire, Client: e.Client, Node: e.Node,
+					Dir: history.WireRequest, Cmd: req.Cmd, Detail: e.Msg.Text}
+				if len(req.Keys) > 0 {
+					line.Key = req.Keys[0]
+				}
+				if e.Reply {
+					line.Dir = history.WireReply
+				}
+				return cluster.WireAction{After: func() { r.write(line, true) }}
+			}))
+		}
+	}
+	return func() {
+		for _, s := range stops {
+			s()
+		}
 	}
 }

@@ -133,6 +133,7 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 		env.lockers = append(env.lockers, c.locker)
 	}
 
+	defer rec.watchWire(cl, cfg.Clients)() // records nothing where no link is parsed
 	runCtx, stopClients := context.WithCancel(ctx)
 	defer stopClients()
 	if err := nem.Start(runCtx); err != nil {

@@ -108,7 +108,7 @@ func (d *fastDecoder) null() bool {
 func (d *fastDecoder) field(key []byte, e *Event) bool {
 	k := string(key) // the compiler does not allocate for a switch on string(bytes)
 	switch k {
-	case "type", "op", "lock", "error", "phase", "name", "target", "point", "detail":
+	case "type", "op", "lock", "error", "phase", "name", "target", "point", "detail", "node", "dir", "cmd", "key":
 		if d.null() {
 			return true // null leaves a string as it was, as encoding/json does
 		}
@@ -135,6 +135,14 @@ func (d *fastDecoder) field(key []byte, e *Event) bool {
 			e.Point = string(v)
 		case "detail":
 			e.Detail = string(v)
+		case "node":
+			e.Node = string(v)
+		case "dir":
+			e.Dir = intern(v, dirNames)
+		case "cmd":
+			e.Cmd = string(v)
+		case "key":
+			e.Key = intern(v, lockNames)
 		}
 		return true
 	case "value":
@@ -192,9 +200,10 @@ func (d *fastDecoder) field(key []byte, e *Event) bool {
 }
 
 var (
-	typeNames  = []string{string(TypeInvoke), string(TypeOk), string(TypeFail), string(TypeInfo), string(TypeFault), string(TypeMeta), string(TypeAbort)}
+	typeNames  = []string{string(TypeInvoke), string(TypeOk), string(TypeFail), string(TypeInfo), string(TypeFault), string(TypeMeta), string(TypeAbort), string(TypeWire)}
 	opNames    = []string{string(OpAcquire), string(OpRelease), string(OpRead), string(OpWrite)}
 	phaseNames = []string{PhaseStart, PhaseEnd, PhaseUnfired}
+	dirNames   = []string{WireRequest, WireReply}
 	lockNames  = []string{"lock"}
 )
 

@@ -66,6 +66,7 @@ func AppendJSON(dst []byte, e Event) []byte {
 	}
 	for _, f := range [...]struct{ k, v string }{
 		{"name", e.Name}, {"target", e.Target}, {"point", e.Point}, {"detail", e.Detail},
+		{"node", e.Node}, {"dir", e.Dir}, {"cmd", e.Cmd}, {"key", e.Key},
 	} {
 		if f.v != "" {
 			dst = appendStr(dst, f.k, f.v)

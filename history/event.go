@@ -18,6 +18,17 @@ const (
 	// a lock's code panicked). A run that ran its course has none. What a run cut short shows is
 	// judged, but it proves no safety: the checker makes it unknown unless it is unsafe.
 	TypeAbort Type = "abort"
+	// TypeWire is one of a lock's commands or replies as it crossed a client's parsed link
+	// (DESIGN.md §14): when a request left the proxy for the server, or a reply left it for the
+	// client. Only the runs whose faults act on the wire parse their links and have these lines;
+	// a cause cites them ("client 3's DEL reached redis-1 at 1.32 s") instead of inferring.
+	TypeWire Type = "wire"
+)
+
+// Wire directions.
+const (
+	WireRequest = "request"
+	WireReply   = "reply"
 )
 
 // Op names what an operation does.
@@ -105,6 +116,13 @@ type Event struct {
 	Target string `json:"target,omitempty"`
 	Point  string `json:"point,omitempty"`
 	Detail string `json:"detail,omitempty"`
+
+	// Wire fields (Type == TypeWire), with Client and Detail (the message, e.g. "DEL lock" or
+	// ":1"). Cmd and Key are the request's, also on its reply.
+	Node string `json:"node,omitempty"`
+	Dir  string `json:"dir,omitempty"` // WireRequest or WireReply
+	Cmd  string `json:"cmd,omitempty"`
+	Key  string `json:"key,omitempty"`
 }
 
 // Int64 returns a pointer to v, for Event.Value.

@@ -192,6 +192,10 @@ func (e *Event) validate() error {
 			return fmt.Errorf("fault with phase %q, want start, end or unfired", e.Phase)
 		}
 	case TypeAbort:
+	case TypeWire:
+		if e.Dir != WireRequest && e.Dir != WireReply {
+			return fmt.Errorf("wire line with dir %q, want request or reply", e.Dir)
+		}
 	case TypeMeta:
 		return errors.New("a second meta line")
 	default:

@@ -20,6 +20,26 @@ type Run struct {
 	// Abort is why the run ended before its time, from its abort line ("" when it ran its
 	// course; the first, should there be more).
 	Abort string
+	// Wire holds the wire lines, in time order: the lock's commands and replies on its parsed
+	// links (none when no fault acted on the wire).
+	Wire []WireLine
+}
+
+// WireLine is one command or reply that crossed a parsed link (a TypeWire line).
+type WireLine struct {
+	At     int64
+	Client int
+	Node   string
+	Reply  bool
+	Cmd    string
+	Key    string
+	Text   string
+}
+
+// addWire applies a wire line to run.
+func addWire(run *Run, e *Event) {
+	run.Wire = append(run.Wire, WireLine{At: e.AtNs, Client: e.Client, Node: e.Node, Reply: e.Dir == WireReply,
+		Cmd: e.Cmd, Key: e.Key, Text: e.Detail})
 }
 
 // Run pairs h's events (see Operations, Faults and Unfired).
@@ -97,6 +117,8 @@ func (b *runBuilder) add(e *Event) {
 		addFault(&b.run, b.faults, e)
 	case TypeAbort:
 		addAbort(&b.run, e)
+	case TypeWire:
+		addWire(&b.run, e)
 	}
 }
 

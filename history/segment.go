@@ -140,6 +140,8 @@ func (s *segmenter) add(e *Event) error {
 		addFault(&s.faults, s.faultIdx, e)
 	case TypeAbort:
 		addAbort(&s.faults, e)
+	case TypeWire:
+		addWire(&s.faults, e)
 	}
 	return nil
 }
