@@ -54,8 +54,10 @@ def main():
             if kind == "init":
                 host, port = m["nodes"][0].rsplit(":", 1)
                 ttl_ms, key = m["ttl_ms"], m["lock"]
-                # Timeouts well under the TTL: without them a black-holed server blocks a call for ever.
-                op = max(ttl_ms / 4000.0, 0.1)
+                # A timeout, so a black-holed server cannot block a call for ever; a few TTLs, as a
+                # user sets one (redis-py's default is none at all): a reply that comes late still
+                # comes, and the lock's own validity rule decides what a late grant is worth.
+                op = max(4 * ttl_ms / 1000.0, 1.0)
                 r = redis.Redis(host=host, port=int(port), socket_timeout=op, socket_connect_timeout=op)
                 name = "userlock (redis-py %s: SET NX PX, EVAL compare-and-delete)" % redis.__version__
                 if bug != "none":
