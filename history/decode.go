@@ -95,6 +95,17 @@ func (d *fastDecoder) int() (int64, bool) {
 	return 0, false
 }
 
+// bool reads true or false.
+func (d *fastDecoder) bool() (bool, bool) {
+	for _, w := range [...]string{"true", "false"} {
+		if len(d.b)-d.i >= len(w) && string(d.b[d.i:d.i+len(w)]) == w {
+			d.i += len(w)
+			return w == "true", true
+		}
+	}
+	return false, false
+}
+
 func (d *fastDecoder) null() bool {
 	if len(d.b)-d.i >= 4 && string(d.b[d.i:d.i+4]) == "null" {
 		d.i += 4
@@ -108,7 +119,7 @@ func (d *fastDecoder) null() bool {
 func (d *fastDecoder) field(key []byte, e *Event) bool {
 	k := string(key) // the compiler does not allocate for a switch on string(bytes)
 	switch k {
-	case "type", "op", "lock", "error", "phase", "name", "target", "point", "detail", "node", "dir", "cmd", "key":
+	case "type", "op", "lock", "error", "phase", "name", "target", "point", "detail", "acts_on", "node", "dir", "cmd", "key":
 		if d.null() {
 			return true // null leaves a string as it was, as encoding/json does
 		}
@@ -135,6 +146,8 @@ func (d *fastDecoder) field(key []byte, e *Event) bool {
 			e.Point = string(v)
 		case "detail":
 			e.Detail = string(v)
+		case "acts_on":
+			e.ActsOn = intern(v, actsOnNames)
 		case "node":
 			e.Node = string(v)
 		case "dir":
@@ -143,6 +156,20 @@ func (d *fastDecoder) field(key []byte, e *Event) bool {
 			e.Cmd = string(v)
 		case "key":
 			e.Key = intern(v, lockNames)
+		}
+		return true
+	case "lasting", "arm":
+		if d.null() {
+			return true
+		}
+		v, ok := d.bool()
+		if !ok {
+			return false
+		}
+		if k == "lasting" {
+			e.Lasting = v
+		} else {
+			e.Arm = v
 		}
 		return true
 	case "value":
@@ -200,11 +227,12 @@ func (d *fastDecoder) field(key []byte, e *Event) bool {
 }
 
 var (
-	typeNames  = []string{string(TypeInvoke), string(TypeOk), string(TypeFail), string(TypeInfo), string(TypeFault), string(TypeMeta), string(TypeAbort), string(TypeWire)}
-	opNames    = []string{string(OpAcquire), string(OpRelease), string(OpRead), string(OpWrite)}
-	phaseNames = []string{PhaseStart, PhaseEnd, PhaseUnfired}
-	dirNames   = []string{WireRequest, WireReply}
-	lockNames  = []string{"lock"}
+	typeNames   = []string{string(TypeInvoke), string(TypeOk), string(TypeFail), string(TypeInfo), string(TypeFault), string(TypeMeta), string(TypeAbort), string(TypeWire)}
+	opNames     = []string{string(OpAcquire), string(OpRelease), string(OpRead), string(OpWrite)}
+	phaseNames  = []string{PhaseStart, PhaseEnd, PhaseUnfired}
+	dirNames    = []string{WireRequest, WireReply}
+	actsOnNames = []string{ActsOnServers, ActsOnClock, ActsOnNetwork, ActsOnProcess, ActsOnHarness}
+	lockNames   = []string{"lock"}
 )
 
 // intern returns the known string equal to v, so the common values cost no allocation.

@@ -65,7 +65,34 @@ func AppendJSON(dst []byte, e Event) []byte {
 		dst = appendInt(dst, "rule", int64(e.Rule))
 	}
 	for _, f := range [...]struct{ k, v string }{
-		{"name", e.Name}, {"target", e.Target}, {"point", e.Point}, {"detail", e.Detail},
+		{"name", e.Name}, {"target", e.Target}, {"point", e.Point}, {"detail", e.Detail}, {"acts_on", e.ActsOn},
+	} {
+		if f.v != "" {
+			dst = appendStr(dst, f.k, f.v)
+		}
+	}
+	if e.Lasting {
+		dst = append(dst, `,"lasting":true`...)
+	}
+	if e.Arm {
+		dst = append(dst, `,"arm":true`...)
+	}
+	if len(e.TargetClients) > 0 {
+		dst = append(dst, `,"target_clients":[`...)
+		for i, c := range e.TargetClients {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = strconv.AppendInt(dst, int64(c), 10)
+		}
+		dst = append(dst, ']')
+	}
+	if len(e.TargetNodes) > 0 {
+		dst = append(dst, `,"target_nodes":`...)
+		b, _ := json.Marshal(e.TargetNodes) // strings always marshal
+		dst = append(dst, b...)
+	}
+	for _, f := range [...]struct{ k, v string }{
 		{"node", e.Node}, {"dir", e.Dir}, {"cmd", e.Cmd}, {"key", e.Key},
 	} {
 		if f.v != "" {

@@ -116,6 +116,10 @@ type Event struct {
 	Target string `json:"target,omitempty"`
 	Point  string `json:"point,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// FaultMeaning, on a start line, is what the fault acts on, whether it lasts the run,
+	// whether the line is its arming, and the clients and nodes it targets, as resolved. Read
+	// it with Meaning, which also knows the lines written before these fields.
+	FaultMeaning
 
 	// Wire fields (Type == TypeWire), with Client and Detail (the message, e.g. "DEL lock" or
 	// ":1"). Cmd and Key are the request's, also on its reply.
@@ -142,4 +146,8 @@ type PlannedFault struct {
 	Setup bool `json:"setup,omitempty"`
 	// Wire says at which command on the wire the fault acts (DESIGN.md §14), e.g. "before DEL".
 	Wire string `json:"wire,omitempty"`
+	// ActsOn and Lasting are what the fault kind declares its occurrences do (FaultMeaning);
+	// read them with Meaning, which also knows the meta lines written before these fields.
+	ActsOn  string `json:"acts_on,omitempty"`
+	Lasting bool   `json:"lasting,omitempty"`
 }

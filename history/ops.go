@@ -42,6 +42,9 @@ type FaultSpan struct {
 	Start  int64
 	End    int64
 	Error  string // set when injecting or healing the fault failed
+	// FaultMeaning is what the fault did, from its start line (Event.Meaning: also for the
+	// lines written before they carried it).
+	FaultMeaning
 }
 
 // Operations pairs invocations with completions, in invocation order. A completion without an

@@ -2,6 +2,7 @@ package history
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -57,7 +58,7 @@ func TestAppendJSONRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := h.Events[0]; got != e {
+	if got := h.Events[0]; !reflect.DeepEqual(got, e) {
 		t.Errorf("round trip: got %+v, want %+v", got, e)
 	}
 }

@@ -139,7 +139,7 @@ func addFault(run *Run, index map[int64]int, e *Event) {
 	case PhaseStart:
 		index[e.Fault] = len(run.Faults)
 		run.Faults = append(run.Faults, FaultSpan{ID: e.Fault, Rule: e.Rule, Name: e.Name, Target: e.Target,
-			Point: e.Point, Detail: e.Detail, Start: e.AtNs, End: Never, Error: e.Error})
+			Point: e.Point, Detail: e.Detail, Start: e.AtNs, End: Never, Error: e.Error, FaultMeaning: e.Meaning()})
 	case PhaseEnd:
 		if j, ok := index[e.Fault]; ok {
 			run.Faults[j].End = e.AtNs
