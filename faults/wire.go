@@ -24,9 +24,10 @@ import (
 //   - latency: for Amount;
 //   - partition, partition-oneway: for For, or until Until; the fault's own partition acts on its
 //     targets meanwhile (a hold of the client's links from that command on);
-//   - client-pause: a client in a process of its own is stopped (SIGSTOP) the moment the message
-//     has reached it, for For; a client in the harness's process cannot be stopped from outside,
-//     so its message is held for For instead — what a process that stalls after the message sees.
+//   - client-pause: a client in a process of its own is stopped (SIGSTOP) for For, and the message
+//     then delivered into its socket, where it waits until the process wakes — a reply that
+//     arrived as a GC pause began; a client in the harness's process cannot be stopped from
+//     outside, so its message is held for For instead — what a process that stalls sees.
 //
 // Until ends the hold early when a client other than the trigger reaches that harness point
 // (cs:acquired: "until another client holds the lock"): the moment a late command does harm, and
@@ -245,16 +246,29 @@ func (n *Nemesis) onWire(ctx context.Context, r *rule, e cluster.WireEvent) clus
 	pauser, _ := lockerOf(n.env, e.Client).(algorithms.Pauser)
 	stopProcess := r.spec.Kind == "client-pause" && pauser != nil
 	act := cluster.WireAction{Hold: o.gate}
+	procStopped := make(chan struct{})
 	if stopProcess {
-		act = cluster.WireAction{} // the message reaches the process, which then stops
+		// The process is stopped first and the message delivered then: it waits in the stopped
+		// process's socket, as a reply that arrived at the start of a GC pause. The process's
+		// connections stay as they are (the OS keeps them; nothing is silenced), so what the
+		// server sends meanwhile is read when it wakes.
+		act = cluster.WireAction{Hold: procStopped}
 	}
 	inject := func() {
 		var heal Heal
-		if err == nil && (stopProcess || r.spec.Kind == "partition" || r.spec.Kind == "partition-oneway") {
+		switch {
+		case err != nil:
+		case stopProcess:
+			if err = pauser.Pause(); err == nil {
+				heal = func(context.Context) error { return pauser.Resume() }
+			}
+			close(procStopped)
+		case r.spec.Kind == "partition" || r.spec.Kind == "partition-oneway":
 			heal, err = r.kind.Inject(ctx, n.env, t)
 		}
 		n.record(history.Event{Phase: history.PhaseStart, Fault: o.id, Rule: r.index, Name: r.spec.Kind,
-			Target: describeTarget(t), Point: r.spec.Point, Detail: detail, Error: errString(err), AtNs: began})
+			Target: describeTarget(t), Point: r.spec.Point, Detail: detail, Error: errString(err), AtNs: began,
+			FaultMeaning: meaning(r.kind, t)})
 		r.mu.Lock()
 		if err != nil {
 			r.lastErr = err.Error()
@@ -285,11 +299,7 @@ func (n *Nemesis) onWire(ctx context.Context, r *rule, e cluster.WireEvent) clus
 		}
 		n.keepFor(o.id, end(heal), lasting)
 	}
-	if stopProcess {
-		act.After = func() { go inject() }
-	} else {
-		go inject()
-	}
+	go inject()
 	return act
 }
 
