@@ -20,6 +20,13 @@ type needer interface {
 	needs(s Spec) []cluster.Control
 }
 
+// needsOner is a needer whose controls are needed on other nodes than the default: the nodes
+// its spec names, or every node when a selector resolved at firing time may pick any of them, or
+// when the kind acts on a client's every link (clientKind).
+type needsOner interface {
+	needsOn(s Spec, nodes []string) []string
+}
+
 func (latency) needs(Spec) []cluster.Control     { return linkNeed }
 func (partition) needs(Spec) []cluster.Control   { return linkNeed }
 func (refuse) needs(Spec) []cluster.Control      { return linkNeed }
@@ -42,6 +49,10 @@ func (restart) needs(s Spec) []cluster.Control {
 // client-stall needs nothing of the cluster: it only holds the client's step.
 func (clientStall) needs(Spec) []cluster.Control { return nil }
 
+// failover's control is the replication link, which is the cluster's, not a node's: it is
+// asked of the cluster's first node, whatever node the failover kills.
+func (failover) needsOn(_ Spec, nodes []string) []string { return nodes[:min(1, len(nodes))] }
+
 // clock-jump needs nothing: its script runs over a plain client connection, so it applies to
 // external Redis nodes too (limited to the run's own keys, see Env's KeyPattern).
 
@@ -56,14 +67,11 @@ func Needs(s Spec, nodes []string) []Need {
 		return nil
 	}
 	targets := nodes
-	_, whole := kinds[s.Kind].(clientKind) // client faults act on every link of the client
-	if !whole && s.Kind != "failover" {
-		if named := strings.Split(s.Nodes, ","); s.Nodes != "" && namedOnly(named, nodes) {
-			targets = named
-		}
-	}
-	if s.Kind == "failover" && len(nodes) > 0 {
-		targets = nodes[:1]
+	_, whole := k.(clientKind) // client faults act on every link of the client
+	if on, ok := k.(needsOner); ok {
+		targets = on.needsOn(s, nodes)
+	} else if named := strings.Split(s.Nodes, ","); !whole && s.Nodes != "" && namedOnly(named, nodes) {
+		targets = named
 	}
 	var out []Need
 	for _, n := range targets {

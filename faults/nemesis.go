@@ -128,8 +128,11 @@ func (n *Nemesis) Start(ctx context.Context) error {
 		}
 		id := n.nextID.Add(1)
 		heal, err := a.Arm(ctx, n.env, r.spec)
+		// The arming is a field of the line (arm); the name keeps its old ":arm" for the eye.
+		armed := MeaningOf(r.spec)
+		armed.Arm, armed.Lasting = true, false
 		n.record(history.Event{Phase: history.PhaseStart, Fault: id, Rule: r.index, Name: r.spec.Kind + ":arm",
-			Target: r.spec.Nodes, Detail: "prepared before clients start", Error: errString(err)})
+			Target: r.spec.Nodes, Detail: "prepared before clients start", Error: errString(err), FaultMeaning: armed})
 		if err != nil {
 			n.record(history.Event{Phase: history.PhaseEnd, Fault: id, Error: errString(err)})
 			return fmt.Errorf("arm %s: %w", r.spec.Kind, err)
@@ -214,7 +217,8 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 		heal, err = r.kind.Inject(ctx, n.env, t)
 	}
 	n.record(history.Event{Phase: history.PhaseStart, Fault: id, Rule: r.index, Name: r.spec.Kind,
-		Target: describeTarget(t), Point: r.spec.Point, Detail: detail, Error: errString(err), AtNs: began})
+		Target: describeTarget(t), Point: r.spec.Point, Detail: detail, Error: errString(err), AtNs: began,
+		FaultMeaning: meaning(r.kind, t)})
 	r.mu.Lock()
 	if err != nil {
 		r.lastErr = err.Error()

@@ -335,3 +335,29 @@ func TestForOutlivesTheTriggeringCall(t *testing.T) {
 		t.Errorf("SetClock calls = %v, want the skew and its reset", got)
 	}
 }
+
+// TestStartLinesCarryTheirMeaning: a start line says what the fault acts on and whom it
+// targeted, as resolved, in fields (the checker reads no name or target text).
+func TestStartLinesCarryTheirMeaning(t *testing.T) {
+	env := &testEnv{c: nodesOnly{}, clients: 3}
+	n, rec := newNemesis(t, env, []faults.Spec{
+		{Kind: "clock-skew", Point: "cs:acquired", Clients: "others", Amount: ms(time.Second), For: ms(time.Millisecond)},
+	}, 1)
+	if err := n.Point(ctxT(t, 5*time.Second), 2, "cs:acquired"); err != nil {
+		t.Fatal(err)
+	}
+	n.HealAll()
+	var starts []history.Event
+	for _, e := range rec.all() {
+		if e.Phase == history.PhaseStart {
+			starts = append(starts, e)
+		}
+	}
+	want := history.FaultMeaning{ActsOn: history.ActsOnClock, TargetClients: []int{1, 3}}
+	if len(starts) != 1 || !reflect.DeepEqual(starts[0].FaultMeaning, want) || starts[0].Target != "client-1,client-3" {
+		t.Fatalf("start lines %+v, want one with %+v", starts, want)
+	}
+	if m := faults.MeaningOf(faults.Spec{Kind: "client-crash"}); m.ActsOn != history.ActsOnProcess || !m.Lasting {
+		t.Errorf("client-crash means %+v, want a process fault that lasts the run", m)
+	}
+}

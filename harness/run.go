@@ -196,8 +196,10 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 func plannedFaults(specs []faults.Spec) []history.PlannedFault {
 	out := make([]history.PlannedFault, len(specs))
 	for i, s := range specs {
+		m := faults.MeaningOf(s)
 		out[i] = history.PlannedFault{Kind: s.Kind, Point: s.Point, Client: s.Client, AtNs: int64(s.At),
-			ForNs: int64(s.For), Clients: s.Clients, Nodes: s.Nodes, Setup: s.Setup, Wire: s.Wire.String()}
+			ForNs: int64(s.For), Clients: s.Clients, Nodes: s.Nodes, Setup: s.Setup, Wire: s.Wire.String(),
+			ActsOn: m.ActsOn, Lasting: m.Lasting}
 	}
 	return out
 }

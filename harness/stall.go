@@ -15,8 +15,10 @@ const stallThreshold = 250 * time.Millisecond
 const stallIDBase = 1 << 40
 
 // watchStalls records the times the harness itself was not scheduled (an overloaded machine, a
-// stop-the-world pause) as "harness-stall" spans in the history. Nothing the clients did in such a
-// span says anything about the lock's liveness, and the report shows the user where it happened.
+// stop-the-world pause) as "harness-stall" spans in the history, acting on the harness
+// (history.ActsOnHarness: the field, not the name, tells the checker it is no fault of the run).
+// Nothing the clients did in such a span says anything about the lock's liveness, and the report
+// shows the user where it happened.
 func watchStalls(ctx context.Context, rec *recorder) {
 	const tick = 20 * time.Millisecond
 	t := time.NewTicker(tick)
@@ -34,7 +36,8 @@ func watchStalls(ctx context.Context, rec *recorder) {
 			id++
 			detail := fmt.Sprintf("the harness was not scheduled for %v (machine overloaded?)", gap.Round(time.Millisecond))
 			rec.fault(history.Event{Type: history.TypeFault, Phase: history.PhaseStart, Fault: id,
-				Name: "harness-stall", Target: "harness", Detail: detail, AtNs: last})
+				Name: "harness-stall", Target: "harness", Detail: detail, AtNs: last,
+				FaultMeaning: history.FaultMeaning{ActsOn: history.ActsOnHarness}})
 			rec.fault(history.Event{Type: history.TypeFault, Phase: history.PhaseEnd, Fault: id, AtNs: now})
 		}
 		last = now
