@@ -3,7 +3,6 @@ package checker
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/lockchaos/lockchaos/history"
 )
@@ -106,22 +105,22 @@ func (r *run) releaseCalls() map[int]int64 {
 }
 
 // serviceCause names what let the service grant b while a's lease was valid: a fault on the
-// servers between a's grant and b's, a clock fault on b's client, or a release by a third
-// acquisition in between (the late DEL of seed 003's table). It says so when nothing in the
-// history explains it.
+// servers between a's grant and b's, a fault on b's client's clock while it acquired, or a
+// release by a third acquisition in between (the late DEL of seed 003's table). It says so when
+// nothing in the history explains it. Faults are told apart by what their lines say they act on.
 func (r *run) serviceCause(a, b *history.Operation) string {
 	for i := range r.faults {
 		f := &r.faults[i]
-		if f.Error != "" || strings.HasSuffix(f.Name, ":arm") {
+		if f.Error != "" || f.Arm {
 			continue
 		}
-		switch f.Name {
-		case "restart", "kill", "failover", "clock-jump", "pause-server":
+		switch f.ActsOn {
+		case history.ActsOnServers:
 			if f.Start >= a.Sent && f.Start <= b.Return {
 				return fmt.Sprintf("%s of %s at %s", f.Name, f.Target, fmtMs(f.Start))
 			}
-		case "clock-skew":
-			if f.Start <= b.Return && f.End > b.Sent && targetsClient(f.Target, b.Client) {
+		case history.ActsOnClock:
+			if f.Start <= b.Return && f.End > b.Sent && slices.Contains(f.TargetClients, b.Client) {
 				return fmt.Sprintf("client %d's clock was skewed (%s) when it took the lock over", b.Client, f.Detail)
 			}
 		}
@@ -193,7 +192,7 @@ func (r *run) clientCause(a *history.Operation, aEnd int) string {
 func (r *run) faultDuring(client int, from, to int64) *history.FaultSpan {
 	for i := range r.faults {
 		f := &r.faults[i]
-		if f.Error == "" && f.Start >= from && f.Start <= to && targetsClient(f.Target, client) {
+		if f.Error == "" && f.Start >= from && f.Start <= to && slices.Contains(f.TargetClients, client) {
 			return f
 		}
 	}
@@ -258,11 +257,6 @@ func (r *run) fencesFrom(c fenceCarry) (fenceCarry, *Violation) {
 		c.top = &top
 	}
 	return c, first
-}
-
-// targetsClient reports whether a fault line's target names client c.
-func targetsClient(target string, c int) bool {
-	return slices.Contains(targetClients(target), c)
 }
 
 func fmtMs(ns int64) string {

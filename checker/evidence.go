@@ -1,11 +1,9 @@
 package checker
 
 import (
+	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/lockchaos/lockchaos/history"
 )
@@ -24,6 +22,24 @@ type PlannedFault struct {
 	Times int `json:"times"`
 	// Reason says why a fault that did not fire never did.
 	Reason string `json:"reason,omitempty"`
+	// ActsOn and Lasting are what the fault's kind declares its occurrences do
+	// (history.FaultMeaning): the reports decide from them, never from Kind.
+	ActsOn  string `json:"acts_on,omitempty"`
+	Lasting bool   `json:"lasting,omitempty"`
+}
+
+// UnmarshalJSON reads a planned fault, and for one written before result.json recorded what a
+// fault does (no acts_on), what its kind meant then (history.KindMeaning).
+func (p *PlannedFault) UnmarshalJSON(b []byte) error {
+	type plain PlannedFault
+	if err := json.Unmarshal(b, (*plain)(p)); err != nil {
+		return err
+	}
+	if p.ActsOn == "" {
+		m := history.KindMeaning(p.Kind)
+		p.ActsOn, p.Lasting = m.ActsOn, m.Lasting
+	}
+	return nil
 }
 
 // FiredFault is one occurrence of a fault that took effect.
@@ -35,6 +51,11 @@ type FiredFault struct {
 	Target string  `json:"target,omitempty"`
 	AtMs   float64 `json:"at_ms"`
 	EndMs  float64 `json:"end_ms"` // -1 when it never ended (a crash, a kill)
+	// ActsOn, Lasting, TargetClients and TargetNodes are what its history line says it did.
+	ActsOn        string   `json:"acts_on,omitempty"`
+	Lasting       bool     `json:"lasting,omitempty"`
+	TargetClients []int    `json:"target_clients,omitempty"`
+	TargetNodes   []string `json:"target_nodes,omitempty"`
 }
 
 // Span is a stretch of the run, in ms since its start.
@@ -51,44 +72,29 @@ type occurrence struct {
 	start, danger int64 // the danger window [start, danger)
 }
 
-// harnessStall is the span the harness records when it was not scheduled: not a fault of the
-// scenario, nothing attacked the lock.
-const harnessStall = "harness-stall"
-
-var clientRE = regexp.MustCompile(`client-(\d+)`)
-
 // occurrences returns the fault occurrences that took effect, each with its danger window: from
 // its start until one lease (the TTL, or the session timeout when longer) after it healed, or
-// the run's end when it never healed (a crash, a node killed for good).
+// the run's end when it never healed or what it did lasts the run (a crash, a node killed for
+// good). A fault's arming and the harness's own stalls are not occurrences: nothing attacked the
+// lock there.
 func (r *run) occurrences() []occurrence {
 	lease := max(r.meta.TTLNs, r.meta.SessionTimeoutNs)
 	var out []occurrence
 	for i := range r.faults {
 		f := &r.faults[i]
-		if f.Error != "" || strings.HasSuffix(f.Name, ":arm") || f.Name == harnessStall {
+		if f.Error != "" || f.Arm || f.ActsOn == history.ActsOnHarness {
 			continue
 		}
 		o := occurrence{span: f, start: f.Start, danger: r.end}
 		// A kill is instant in the history, but its node stays dead: its danger lasts the run.
-		if f.End != history.Never && f.Name != "kill" {
+		if f.End != history.Never && !f.Lasting {
 			o.danger = min(f.End+lease, r.end)
 		}
 		if f.Rule > 0 && f.Rule <= len(r.meta.Faults) {
 			o.setup = r.meta.Faults[f.Rule-1].Setup
 		}
-		o.clients = targetClients(f.Target)
+		o.clients = f.TargetClients
 		out = append(out, o)
-	}
-	return out
-}
-
-// targetClients parses the clients a fault line's target names ("client-3,client-4 → redis-1").
-func targetClients(target string) []int {
-	var out []int
-	for _, m := range clientRE.FindAllStringSubmatch(target, -1) {
-		if c, err := strconv.Atoi(m[1]); err == nil {
-			out = append(out, c)
-		}
 	}
 	return out
 }
@@ -111,7 +117,8 @@ func (r *run) evidence(res *Result, unfired []history.UnfiredFault, granted map[
 			end = ms(f.End)
 		}
 		res.FaultsFired = append(res.FaultsFired, FiredFault{Fault: f.ID, Rule: f.Rule, Kind: f.Name, Point: f.Point,
-			Target: f.Target, AtMs: ms(f.Start), EndMs: end})
+			Target: f.Target, AtMs: ms(f.Start), EndMs: end, ActsOn: f.ActsOn, Lasting: f.Lasting,
+			TargetClients: f.TargetClients, TargetNodes: f.TargetNodes})
 	}
 	attacks := attacksOf(occ)
 	res.DangerWindows = []Span{}
@@ -151,12 +158,14 @@ func (r *run) plannedFaults(occ []occurrence, unfired []history.UnfiredFault) []
 	out := []PlannedFault{}
 	if len(r.meta.Faults) == 0 {
 		for _, o := range occ {
-			out = append(out, PlannedFault{Kind: o.span.Name, Point: o.span.Point, Fired: true, Times: 1})
+			out = append(out, PlannedFault{Kind: o.span.Name, Point: o.span.Point, Fired: true, Times: 1,
+				ActsOn: o.span.ActsOn, Lasting: o.span.Lasting})
 		}
 		return out
 	}
 	for i, f := range r.meta.Faults {
-		p := PlannedFault{Rule: i + 1, Kind: f.Kind, Point: f.Point, Setup: f.Setup}
+		m := f.Meaning()
+		p := PlannedFault{Rule: i + 1, Kind: f.Kind, Point: f.Point, Setup: f.Setup, ActsOn: m.ActsOn, Lasting: m.Lasting}
 		for _, o := range occ {
 			if o.span.Rule == p.Rule {
 				p.Times++
