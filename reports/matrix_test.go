@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 func res(algo, scen string, v checker.Verdict, class checker.Class) *checker.Result {
@@ -25,7 +26,29 @@ func res(algo, scen string, v checker.Verdict, class checker.Class) *checker.Res
 	if v == checker.Stuck {
 		r.LongestStallMs = 9000
 	}
+	r.FaultsPlanned = plannedBy(scen)
 	return r
+}
+
+// plannedBy is what a run of scenario scen plans, as its result.json says (faults_planned): the
+// property table decides from what the faults do, not from the scenario's name.
+func plannedBy(scen string) []checker.PlannedFault {
+	p := checker.PlannedFault{Rule: 1, Kind: scen, Fired: true, Times: 1}
+	switch scen {
+	case "baseline":
+		return []checker.PlannedFault{}
+	case "client-crash":
+		p.ActsOn, p.Lasting = history.ActsOnProcess, true
+	case "node-kill":
+		p.Kind, p.ActsOn, p.Lasting = "kill", history.ActsOnServers, true
+	case "failover":
+		p.ActsOn = history.ActsOnServers
+	case "client-pause":
+		p.ActsOn = history.ActsOnProcess
+	default:
+		p.ActsOn = history.ActsOnNetwork
+	}
+	return []checker.PlannedFault{p}
 }
 
 func sampleCells() []Cell {

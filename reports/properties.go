@@ -2,10 +2,12 @@ package reports
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // propRow is one algorithm's line in the property table: what its measured runs show, or
@@ -37,8 +39,8 @@ func properties(algos []string, cells []Cell) ([]string, []propRow) {
 		}
 		rows = append(rows, propRow{Algorithm: a, Cells: []propCell{
 			exclusionProp(rs),
-			livenessProp(rs, "client-crash", "no — stuck after the holder crashed"),
-			livenessProp(rs, "node-kill", "no — stuck after a node was killed"),
+			livenessProp(rs, lasting(history.ActsOnProcess), "no — stuck after the holder crashed", "crashed a client"),
+			livenessProp(rs, lasting(history.ActsOnServers), "no — stuck after a node was killed", "killed a node for good"),
 			fencingProp(rs),
 			latencyProp(rs),
 			throughputProp(rs),
@@ -70,26 +72,37 @@ func exclusionProp(rs []*Cell) propCell {
 	return propCell{"violated under " + strings.Join(dedupe(bad), ", "), "no"}
 }
 
-// livenessProp judges one scenario's runs: stuck in any run is a no; otherwise the lock kept
-// being granted (even if unsafely — that is the exclusion column's business).
-func livenessProp(rs []*Cell, scenario, no string) propCell {
-	seen := false
+// lasting selects the runs that planned a fault acting on what whose effect lasts the run (a
+// client crashed, a node killed for good), by what their result says the faults do.
+func lasting(what string) func(*checker.Result) bool {
+	return func(r *checker.Result) bool {
+		return slices.ContainsFunc(r.FaultsPlanned, func(p checker.PlannedFault) bool {
+			return p.ActsOn == what && p.Lasting && !p.Setup
+		})
+	}
+}
+
+// livenessProp judges the runs that measure a property (measures): stuck in any run is a no;
+// otherwise the lock kept being granted (even if unsafely — that is the exclusion column's
+// business). none says what no measured run did.
+func livenessProp(rs []*Cell, measures func(*checker.Result) bool, no, none string) propCell {
+	var scen []string
 	for _, c := range rs {
-		if c.Scenario != scenario {
+		if !measures(c.Result) {
 			continue
 		}
-		seen = true
+		scen = append(scen, c.Scenario)
 		if c.Result.Verdict == checker.Stuck {
 			return propCell{no, "no"}
 		}
 		if c.Result.Verdict == checker.Unknown {
-			return propCell{"unknown (" + scenario + " was inconclusive)", "nm"}
+			return propCell{"unknown (" + c.Scenario + " was inconclusive)", "nm"}
 		}
 	}
-	if !seen {
-		return propCell{notMeasured + " (no " + scenario + " run)", "nm"}
+	if len(scen) == 0 {
+		return propCell{notMeasured + " (no run " + none + ")", "nm"}
 	}
-	return propCell{"yes (" + scenario + ")", "yes"}
+	return propCell{"yes (" + strings.Join(dedupe(scen), ", ") + ")", "yes"}
 }
 
 // fencingProp: a resource that rejected stale writes proves fencing; exclusion violations that
@@ -133,11 +146,12 @@ func throughputProp(rs []*Cell) propCell {
 	return propCell{fmt.Sprintf("%.1f critical sections/s%s", c.Result.ThroughputCSPerS, note), ""}
 }
 
-// pick returns the baseline run, else the run with the median throughput, saying which.
+// pick returns a run that planned no fault (the baseline), else the run with the median
+// throughput, saying which.
 func pick(rs []*Cell) (*Cell, string) {
 	for _, c := range rs {
-		if c.Scenario == "baseline" {
-			return c, " (baseline)"
+		if len(c.Result.FaultsPlanned) == 0 {
+			return c, " (" + c.Scenario + ")"
 		}
 	}
 	if len(rs) == 0 {
@@ -146,7 +160,7 @@ func pick(rs []*Cell) (*Cell, string) {
 	s := append([]*Cell(nil), rs...)
 	sort.Slice(s, func(i, j int) bool { return s[i].Result.ThroughputCSPerS < s[j].Result.ThroughputCSPerS })
 	c := s[len(s)/2]
-	return c, " (" + c.Scenario + ", no baseline run)"
+	return c, " (" + c.Scenario + ", no run without faults)"
 }
 
 func dedupe(s []string) []string {

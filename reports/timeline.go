@@ -5,7 +5,6 @@ import (
 	"math"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
@@ -429,7 +428,7 @@ func faultShapes(m *runModel, sc scale) (bands []faultBand, labels []svgText, ro
 		if f.Error != "" {
 			title += "; error: " + f.Error
 		}
-		bands = append(bands, faultBand{r: svgRect{X: x0, W: max(x1-x0, 2), Class: cls, Title: title}, client: clientTarget(f.Target)})
+		bands = append(bands, faultBand{r: svgRect{X: x0, W: max(x1-x0, 2), Class: cls, Title: title}, client: faultLane(&f)})
 		if len(m.faults) > maxFaultBands {
 			continue
 		}
@@ -479,17 +478,13 @@ func mergeBands(bands []faultBand) []faultBand {
 	return out
 }
 
-// clientTarget returns N for a fault target "client-N" (or "client N"), else 0.
-func clientTarget(target string) int {
-	s, ok := strings.CutPrefix(target, "client")
-	if !ok {
+// faultLane returns the client whose lane fault f is drawn in: the one client it targeted when
+// it targeted nothing else (a pause, a crash), else 0 (every lane).
+func faultLane(f *history.FaultSpan) int {
+	if len(f.TargetClients) != 1 || len(f.TargetNodes) > 0 || f.TargetClients[0] <= 0 {
 		return 0
 	}
-	n, err := strconv.Atoi(strings.TrimLeft(s, "-_ "))
-	if err != nil || n <= 0 {
-		return 0
-	}
-	return n
+	return f.TargetClients[0]
 }
 
 func violationShapes(m *runModel, vs *violationSpan, sc scale, mid func(int) float64, top, lanesH float64, marker bool) *violationView {

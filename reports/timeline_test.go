@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockchaos/lockchaos/history"
 )
 
 func TestTimelineSmallUnsafe(t *testing.T) {
@@ -138,10 +140,24 @@ func TestAxisTicks(t *testing.T) {
 	}
 }
 
-func TestClientTarget(t *testing.T) {
-	for in, want := range map[string]int{"client-3": 3, "client 12": 12, "node-1": 0, "client-x": 0, "": 0, "clients": 0} {
-		if got := clientTarget(in); got != want {
-			t.Errorf("clientTarget(%q) = %d, want %d", in, got, want)
+// A fault is drawn in the lane of the one client it targeted, by its line's target clients and
+// nodes; lines written before they carried them, by what their target said.
+func TestFaultLane(t *testing.T) {
+	for _, tc := range []struct {
+		e    history.Event
+		want int
+	}{
+		{history.Event{Name: "client-pause", Target: "client-3"}, 3},
+		{history.Event{Name: "partition", Target: "client-3 → redis-1"}, 0},
+		{history.Event{Name: "partition", Target: "client-1,client-3"}, 0},
+		{history.Event{Name: "kill", Target: "node-1"}, 0},
+		{history.Event{Name: "client-crash", Target: ""}, 0},
+		{history.Event{Name: "nap", Target: "someone", FaultMeaning: history.FaultMeaning{ActsOn: history.ActsOnProcess, TargetClients: []int{12}}}, 12},
+		{history.Event{Name: "nap", Target: "client-12", FaultMeaning: history.FaultMeaning{ActsOn: history.ActsOnProcess, TargetClients: []int{12}, TargetNodes: []string{"redis-1"}}}, 0},
+	} {
+		f := history.FaultSpan{Name: tc.e.Name, Target: tc.e.Target, FaultMeaning: tc.e.Meaning()}
+		if got := faultLane(&f); got != tc.want {
+			t.Errorf("%s on %q %+v: lane %d, want %d", tc.e.Name, tc.e.Target, tc.e.FaultMeaning, got, tc.want)
 		}
 	}
 }
