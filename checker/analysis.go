@@ -152,17 +152,43 @@ func (r *run) serviceCause(a, b *history.Operation) string {
 				late = "late "
 			}
 		}
+		if w := r.reached(done, a, b); w != nil {
+			return fmt.Sprintf("client %d's %srelease (op %d, of its acq %d), invoked at %s: its %s reached %s at %s, after client %d was granted at %s, and removed client %d's key",
+				done.Client, late, done.ID, done.Acq, fmtMs(done.Call), w.Text, w.Node, fmtMs(w.At), a.Client, fmtMs(a.Return), a.Client)
+		}
 		return fmt.Sprintf("client %d's %srelease (op %d, of its acq %d), invoked at %s and answered at %s, removed client %d's key",
 			done.Client, late, done.ID, done.Acq, fmtMs(done.Call), fmtMs(done.Done), a.Client)
 	}
 	if pending != nil {
-		return fmt.Sprintf("client %d's release (op %d, of its acq %d), sent at %s and never answered in time, can have landed late and removed client %d's key",
+		if w := r.reached(pending, a, b); w != nil {
+			return fmt.Sprintf("client %d's release (op %d, of its acq %d), sent at %s and never answered in time: its %s reached %s at %s, after client %d was granted at %s, and removed client %d's key",
+				pending.Client, pending.ID, pending.Acq, fmtMs(pending.Call), w.Text, w.Node, fmtMs(w.At), a.Client, fmtMs(a.Return), a.Client)
+		}
+		return fmt.Sprintf("client %d's release (op %d, of its acq %d), sent at %s and never answered in time, can have landed late and removed client %d's key (inferred: no wire record shows when it arrived)",
 			pending.Client, pending.ID, pending.Acq, fmtMs(pending.Call), a.Client)
 	}
 	if a.Client != b.Client {
 		return fmt.Sprintf("no fault or release in the history explains it: the service handed client %d's lock to client %d on its own", a.Client, b.Client)
 	}
 	return "no fault or release in the history explains it"
+}
+
+// reached returns the last request of release o that the wire lines show reaching a server after
+// a was granted and before b was: the command that removed a's key (DESIGN.md §14). Nil when the
+// run's links were not parsed, or no such request was seen.
+func (r *run) reached(o, a, b *history.Operation) *history.WireLine {
+	end := min(o.Done, b.Return)
+	var last *history.WireLine
+	for i := range r.wire {
+		w := &r.wire[i]
+		if w.At > end {
+			break
+		}
+		if !w.Reply && w.Client == o.Client && w.At >= o.Call && w.At >= a.Return {
+			last = w
+		}
+	}
+	return last
 }
 
 // clientCause names how the old holder of an overlap came to use an expired lease: its late

@@ -16,7 +16,8 @@ type run struct {
 	opts   Options
 	ops    []history.Operation // in invocation order
 	faults []history.FaultSpan
-	end    int64 // time of the last event: the run's duration
+	wire   []history.WireLine // the lock's commands on its parsed links, in time order
+	end    int64              // time of the last event: the run's duration
 	idx    opIndex
 	// lockOps is the porcupine history of the lock check, kept to locate its violation.
 	lockOps   []porcupine.Operation
@@ -30,7 +31,7 @@ type run struct {
 }
 
 func newRun(h *history.Run, opts Options) *run {
-	r := &run{meta: h.Meta, opts: opts.withDefaults(h.Meta), ops: h.Ops, faults: h.Faults, unfired: h.Unfired, end: h.End}
+	r := &run{meta: h.Meta, opts: opts.withDefaults(h.Meta), ops: h.Ops, faults: h.Faults, wire: h.Wire, unfired: h.Unfired, end: h.End}
 	for i := range r.ops {
 		// A completion stamped before its invocation (an edited file) would break the search's
 		// ordering: clamp it to the invocation.

@@ -45,6 +45,7 @@ type Nemesis struct {
 	stopped bool
 	stop    chan struct{} // closed by HealAll: lasting faults stop waiting for their For
 	unwatch []func()      // the wire rules' watchers (wire.go), removed by HealAll
+	untils  []*untilWait  // blocking faults waiting for another client's point (Spec.Until)
 	wg      sync.WaitGroup
 	cancel  context.CancelFunc
 }
@@ -170,6 +171,7 @@ func (n *Nemesis) Start(ctx context.Context) error {
 // name, and holds the client there while a blocking fault lasts. It returns ErrCrashed to a crashed
 // client once ctx ends, ctx's error when ctx ended during a pause, and nil otherwise.
 func (n *Nemesis) Point(ctx context.Context, c int, name string) error {
+	n.reachedUntil(c, name)
 	n.wireArm(c, name)
 	for _, r := range n.rules {
 		if r.spec.Wire != nil || r.spec.Point != name || (r.spec.Client != 0 && r.spec.Client != c) {
@@ -245,6 +247,7 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 		select {
 		case <-n.stop:
 		case <-time.After(lasting):
+		case <-n.awaitUntil(r.spec.Until, trigger):
 		}
 		if heal == nil {
 			heal = func(context.Context) error { return nil } // end writes the line only for a heal
@@ -381,4 +384,39 @@ func describeTarget(t Target) string {
 		parts = append(parts, strings.Join(t.Nodes, ","))
 	}
 	return strings.Join(parts, " → ")
+}
+
+// untilWait is a blocking fault that ends when a client other than its trigger reaches point.
+type untilWait struct {
+	point   string
+	trigger int
+	done    chan struct{}
+}
+
+// awaitUntil returns a channel closed when a client other than trigger reaches point; nil (never
+// ready) when there is no point to wait for.
+func (n *Nemesis) awaitUntil(point string, trigger int) <-chan struct{} {
+	if point == "" {
+		return nil
+	}
+	w := &untilWait{point: point, trigger: trigger, done: make(chan struct{})}
+	n.mu.Lock()
+	n.untils = append(n.untils, w)
+	n.mu.Unlock()
+	return w.done
+}
+
+// reachedUntil ends the waits for point of every client but c.
+func (n *Nemesis) reachedUntil(c int, point string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	kept := n.untils[:0]
+	for _, w := range n.untils {
+		if w.point == point && w.trigger != c {
+			close(w.done)
+			continue
+		}
+		kept = append(kept, w)
+	}
+	n.untils = kept
 }

@@ -45,6 +45,10 @@ type Spec struct {
 	Jitter Duration `yaml:"jitter,omitempty" json:"jitter,omitempty"`
 	// Stream is "both" (default), "upstream" (client→server) or "downstream" for link faults.
 	Stream string `yaml:"stream,omitempty" json:"stream,omitempty"`
+	// Until ends a fault that holds its client at its point (client-stall, client-pause) early,
+	// when a client other than the one it holds reaches this harness point ("cs:before-read":
+	// until another client holds the lock). For still bounds it.
+	Until string `yaml:"until,omitempty" json:"until,omitempty"`
 	// Wire aims the fault at one of the lock's own commands on the client's links (DESIGN.md §14):
 	// it fires when the proxy sees that request or reply (after Point, when set).
 	Wire *Wire `yaml:"wire,omitempty" json:"wire,omitempty"`
@@ -127,6 +131,18 @@ func (s Spec) Validate() error {
 	if s.Wire != nil {
 		if err := s.Wire.validate(s); err != nil {
 			return err
+		}
+	}
+	if s.Until != "" {
+		b, blocks := k.(Blocker)
+		_, forever := k.(Forever)
+		switch {
+		case s.Wire != nil:
+			return fmt.Errorf("fault %s: until goes in wire (wire: {until: ...}) for a fault at a wire point", s.Kind)
+		case !blocks || !b.Blocks() || forever:
+			return fmt.Errorf("fault %s: until is only for faults that hold a client at its point (client-stall, client-pause)", s.Kind)
+		case !strings.HasPrefix(s.Until, "cs:"):
+			return fmt.Errorf("fault %s: until %q must be a harness point (cs:acquired, cs:before-read, ...)", s.Kind, s.Until)
 		}
 	}
 	if v, ok := k.(validator); ok {

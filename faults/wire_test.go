@@ -112,3 +112,66 @@ func TestWireArmedByPoint(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestUntil shows a fault that holds its client at its point (client-stall) end when another
+// client reaches its until point — not when the held client itself does — and its For bound it
+// when nobody does.
+func TestUntil(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2})
+	env := &testEnv{c: c, clients: 2}
+	n, _ := startNemesis(t, env, []faults.Spec{{Kind: "client-stall", Point: "cs:acquired", Times: 2, For: ms(2 * time.Second),
+		Until: "cs:before-read"}}, 1)
+	ctx := context.Background()
+	released := make(chan time.Duration, 1)
+	t0 := time.Now()
+	go func() {
+		_ = n.Point(ctx, 1, "cs:acquired") // held until client 2 reads
+		released <- time.Since(t0)
+	}()
+	time.Sleep(200 * time.Millisecond)
+	_ = n.Point(ctx, 1, "cs:before-read") // its own point does not end it
+	select {
+	case d := <-released:
+		t.Fatalf("the stall ended after %v, when its own client reached the until point", d)
+	case <-time.After(100 * time.Millisecond):
+	}
+	_ = n.Point(ctx, 2, "cs:before-read")
+	select {
+	case d := <-released:
+		if d > time.Second {
+			t.Errorf("the stall ended after %v: want at client 2's point (≈300 ms)", d)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("the stall did not end when client 2 reached cs:before-read")
+	}
+	t1 := time.Now()
+	_ = n.Point(ctx, 2, "cs:acquired") // the second occurrence: nobody reaches the point
+	if d := time.Since(t1); d < 2*time.Second*9/10 {
+		t.Errorf("with nobody reaching the until point the stall lasted %v, want its For (2 s)", d)
+	}
+}
+
+// TestUntilValidated: until is for the faults that hold a client, and names a harness point.
+func TestUntilValidated(t *testing.T) {
+	for _, tc := range []struct {
+		s    faults.Spec
+		want string
+	}{
+		{faults.Spec{Kind: "client-stall", Point: "cs:acquired", For: ms(time.Second), Until: "cs:before-read"}, ""},
+		{faults.Spec{Kind: "restart", Point: "cs:acquired", Nodes: "master", Until: "cs:before-read"}, "only for faults that hold a client"},
+		{faults.Spec{Kind: "client-crash", Point: "cs:acquired", Until: "cs:before-read"}, "only for faults that hold a client"},
+		{faults.Spec{Kind: "client-stall", Point: "cs:acquired", For: ms(time.Second), Until: "acquire:after-set"}, "must be a harness point"},
+		{faults.Spec{Kind: "restart", Nodes: "master", Wire: &faults.Wire{Before: "DEL"}}, "cannot act at a wire point"},
+		{faults.Spec{Kind: "latency", Amount: ms(time.Second), Wire: &faults.Wire{}}, "exactly one of before"},
+		{faults.Spec{Kind: "latency", Amount: ms(time.Second), Wire: &faults.Wire{Before: "DEL", OK: new(bool)}}, "only meaningful with after-reply"},
+	} {
+		err := tc.s.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v: %v", tc.s, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%+v: error %v, want one saying %q", tc.s, err, tc.want)
+		}
+	}
+}

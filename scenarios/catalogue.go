@@ -22,9 +22,11 @@ var std = Workload{Clients: 5, TTL: ms(ttl), Hold: ms(10), Duration: ms(2000), S
 // BareMajority is the Redlock setup of Kleppmann's restart and clock-jump failures over five
 // masters: client 1 reaches only redis-1..3 and the other clients only redis-3..5, so every
 // majority goes through redis-3. When client 1 reaches hit's point (cs:acquired when unset), the
-// fault hits redis-3 and the next client wins redis-3..5. A fault on one node of a full majority of
-// five would not matter.
-func BareMajority(hit faults.Spec, clients int) []faults.Spec {
+// fault hits redis-3, and client 1 keeps working (client-stall) until another client holds the
+// lock — it wins redis-3..5 — or for wait at most (less than client 1's lease): the moment the
+// failure does harm, whatever the Redlock's retry timing. A fault on one node of a full majority
+// of five would not matter.
+func BareMajority(hit faults.Spec, clients int, wait faults.Duration) []faults.Spec {
 	if hit.Point == "" {
 		hit.Point = "cs:acquired"
 	}
@@ -37,6 +39,7 @@ func BareMajority(hit faults.Spec, clients int) []faults.Spec {
 		{Kind: "partition", Clients: "1", Nodes: "redis-4,redis-5", Setup: true},
 		{Kind: "partition", Clients: others, Nodes: "redis-1,redis-2", Setup: true},
 		hit,
+		{Kind: "client-stall", Point: hit.Point, Client: 1, Until: "cs:before-read", For: wait},
 	}
 }
 
@@ -160,7 +163,7 @@ func registerCatalogue() bool {
 			// redis-3; its hold outlasts client 2's next attempts (each waits out its black-holed
 			// nodes, TTL/10), and the 2 s lease keeps its grant valid when client 2 wins redis-3..5
 			// (a restart on the local backend takes milliseconds).
-			"redlock": {Faults: BareMajority(faults.Spec{Kind: "restart"}, 2),
+			"redlock": {Faults: BareMajority(faults.Spec{Kind: "restart"}, 2, ms(1000)),
 				Workload: Workload{Clients: 2, Duration: ms(3000), TTL: ms(2000)}},
 			// The ZooKeeper family keeps the 2 s of its measurements: its lease is the session.
 			"zookeeper": {Faults: []faults.Spec{{Kind: "restart", Point: "cs:acquired", Nodes: "leader"}},
@@ -177,8 +180,11 @@ func registerCatalogue() bool {
 		Workload:   std.merge(Workload{Hold: ms(200)}),
 		Faults:     []faults.Spec{{Kind: "clock-jump", Point: "cs:acquired", Nodes: "master", Amount: ms(ttl)}},
 		Variants: map[string]Variant{
-			"redlock": {Faults: BareMajority(faults.Spec{Kind: "clock-jump", Amount: ms(ttl)}, 2),
-				Workload: Workload{Clients: 2}},
+			// Requests of at most 20 ms: a Redlock waits out its two cut-off nodes on every attempt
+			// (user-redlock twice, as it unlocks every node after a failed one), and with TTL/10
+			// client 2's winning attempt came after client 1's lease (seed 1).
+			"redlock": {Faults: BareMajority(faults.Spec{Kind: "clock-jump", Amount: ms(ttl)}, 2, ms(350)),
+				Workload: Workload{Clients: 2, OpTimeout: ms(20)}},
 		},
 		Expect: expect("S: the key has no TTL", "Us", "Us", "S: the expiry is in the value, read by client clocks", "Us", "Us",
 			"-: ZooKeeper sessions do not expire by a server wall clock"),
@@ -227,17 +233,19 @@ func registerCatalogue() bool {
 			"majority); ZooKeeper: a minority's replies delayed by TTL/2+50 ms from 300 ms on.",
 		Reproduces: "antirez: Redlock's validity check rejects slow acquisitions; Kleppmann: a lease counted from the reply",
 		Needs:      "the winning reply held past the TTL; a request timeout longer than that",
-		// At the fifth acquire call (Skip 4, the steady state), the first reply that succeeds on
+		// At the seventh acquire call (Skip 6: every client's first call is at 0), the first reply that succeeds on
 		// the caller's links — the SET NX that won, whatever the lock calls it — is held on the
 		// wire until another client reaches cs:before-read, holding the lock: the key expired meanwhile, as a reply
 		// that sat in a socket buffer past the lease. A lock that counts its validity from the
 		// call sees none left and does not write; one that counts it from the reply, or trusts
 		// its lease until release, writes into the next holder's lease. Holds of 150 ms keep the
-		// lock held. The hold ends after TTL+300 ms at most, inside the request timeout (2×TTL):
+		// lock held, and a think time of 30 ms lets a waiter in between two acquisitions of the
+		// same client (setnx-expire's holder, re-acquiring at once, kept the lock to itself through
+		// the danger window: no contended grant, unknown). The hold ends after TTL+300 ms at most, inside the request timeout (2×TTL):
 		// a lock without expiry (setnx) is never taken over, and a reply held past its client's
 		// timeout would leave its key set for good — a lost reply, not a slow one.
-		Workload: std.merge(Workload{OpTimeout: ms(2 * ttl), Hold: ms(150), AcquireTimeout: ms(4000)}),
-		Faults: []faults.Spec{{Kind: "latency", Point: "cs:before-acquire", Skip: 4, Amount: ms(ttl + 300),
+		Workload: std.merge(Workload{OpTimeout: ms(2 * ttl), Hold: ms(150), Think: ms(30), AcquireTimeout: ms(4000)}),
+		Faults: []faults.Spec{{Kind: "latency", Point: "cs:before-acquire", Skip: 6, Amount: ms(ttl + 300),
 			Wire: &faults.Wire{AfterReply: "*", OK: &succeeded, Until: "cs:before-read"}}},
 		Variants: map[string]Variant{
 			// A quorum lock asks its nodes in parallel: every reply that wins a node is held (Each),

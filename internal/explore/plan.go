@@ -195,7 +195,7 @@ func (s setup) scenario(e *Experiment, v time.Duration) scenarios.Scenario {
 	}
 	sc.Faults = []faults.Spec{f}
 	if s.topology == "redis-multi" && (e.Fault == KindRestart || e.Fault == KindClockJump) {
-		sc.Faults = scenarios.BareMajority(f, s.clients)
+		sc.Faults = scenarios.BareMajority(f, s.clients, faults.Duration(s.ttl*3/5))
 	}
 	return sc
 }

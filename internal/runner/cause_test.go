@@ -25,7 +25,7 @@ func TestServiceViolationNamesItsCause(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs against real servers")
 	}
-	s, err := scenarios.Lookup("latency")
+	s, err := scenarios.Lookup("slow-release")
 	if err != nil {
 		t.Fatal(err)
 	}
