@@ -16,8 +16,15 @@
 //     timeout); Config.Name the lock's name; Config.Clock is the client's clock (read time
 //     through it and the clock-skew scenario can skew yours); Config.Rand is a seeded source.
 //   - Config.Point, called between the steps of Acquire and Release ("release:before-del", ...),
-//     lets a fault stop the client there. The catalogue's faults use the harness's own points
-//     around the critical section, so calling it is optional.
+//     lets a fault stop the client there. Calling it is optional: the catalogue reaches a lock
+//     that marks no point by what the harness owns — its own points around the critical section
+//     (cs:before-acquire, cs:acquired, cs:before-read, cs:before-write, cs:before-release) and the
+//     wire (DESIGN.md §14): the proxies parse Redis's and ZooKeeper's protocols, so slow-release
+//     holds your release's first command (or its first reply) until another client holds the
+//     lock, and latency holds the reply that wins your acquisition past the lease. A few of the
+//     catalogue's faults are refinements at a built-in's own points (Redlock's
+//     acquire:after-quorum, getset's acquire:before-getset): a lock that does not mark that point
+//     runs its cell without that fault, never unknown for want of it.
 //   - Lease.TTL is the expiry the server enforces (0 = none) and Lease.Validity how long the holder
 //     may trust the lease from the moment Acquire was called (0 = until released). The checker
 //     trusts both: a lease declared without a TTL never expires, so any overlapping grant is
@@ -35,10 +42,12 @@
 //   - A run is finite: a couple of seconds of faults, a few hundred critical sections, one seed.
 //     A bug that needs a rare interleaving may not show in that time (run again with other seeds:
 //     WithSeed).
-//   - Only the catalogue's faults, at the catalogue's moments: most are aimed at the first holder
-//     at a named point of the critical section. A bug between two of the lock's own server
-//     commands is hit only if the lock calls Config.Point there and a scenario pauses it there:
-//     add such a scenario with WithScenario or WithScenarioFile.
+//   - Only the catalogue's faults, at the catalogue's moments: most are aimed at one holder at a
+//     harness point or at one of its commands on the wire. A bug between two other commands of
+//     your lock is hit only by a scenario aimed there: add one with WithScenario or
+//     WithScenarioFile (a fault with wire: {before: DEL} or {after-reply: GET} needs no help
+//     from your code; one at a Config.Point name needs you to call it). etcd's gRPC is not
+//     parsed: on etcd, slow-release and latency are timed faults on the client's links.
 //   - Timing: faults are sized from the catalogue's 500 ms TTL. A lock that ignores Config.TTL or
 //     Config.Dial, or retries for longer than the fault lasts, may dodge the fault rather than
 //     survive it. A fault that could not be applied is logged; its scenario proved nothing.

@@ -99,6 +99,39 @@ func TestOwnScenario(t *testing.T) {
 	}
 }
 
+// TestPointFreeGetThenDel: the same two locks, marking no point at all (Config.Point never
+// called), against the catalogue's own slow-release as locktest runs it by default: the fault
+// holds the first reply of a release on the wire until another client holds the lock (DESIGN.md
+// §14), so the GET-then-DEL release is caught and the compare-and-delete passes — no scenario of
+// the user's own, no help from the lock's code. Real servers.
+func TestPointFreeGetThenDel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs against real redis-server")
+	}
+	pointFree := func(atomic bool) locktest.Factory {
+		return func(cfg algorithms.Config) (algorithms.Locker, error) {
+			return &getThenDelLock{redisLock: newRedisLock(cfg, true), point: algorithms.NoPoint, atomic: atomic}, nil
+		}
+	}
+	c := capture(t, func(tb testing.TB) {
+		locktest.Run(tb, pointFree(false), locktest.WithScenarios("slow-release"), locktest.WithOut(t.TempDir()))
+	})
+	if c.skipped != "" {
+		t.Skip(c.skipped)
+	}
+	if !c.failed || len(c.errors) != 1 || !strings.HasPrefix(c.errors[0], "slow-release: verdict unsafe (service class)") {
+		t.Fatalf("the point-free GET-then-DEL release was not caught by slow-release (failed %v, errors %q, logs %q)",
+			c.failed, c.errors, c.logs)
+	}
+	c = capture(t, func(tb testing.TB) {
+		locktest.Run(tb, pointFree(true), locktest.WithScenarios("slow-release"), locktest.WithOut(t.TempDir()))
+	})
+	if c.failed || len(c.logs) != 1 || !strings.HasPrefix(c.logs[0], "slow-release: verdict safe") {
+		t.Errorf("the point-free compare-and-delete in slow-release: failed %v, errors %q, logs %q; want a pass with evidence",
+			c.failed, c.errors, c.logs)
+	}
+}
+
 // TestOwnScenarioBadInput: a scenario of one's own that is broken or shadows the catalogue fails
 // the test at once, naming it.
 func TestOwnScenarioBadInput(t *testing.T) {
