@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -24,6 +26,8 @@ type listing struct {
 	Topologies []string             `json:"topologies"`
 	Faults     []string             `json:"faults"`
 	Points     map[string][]string  `json:"harness_points"`
+	// Wire says which servers' protocols wire points parse (DESIGN.md §14), by server kind.
+	Wire map[string]string `json:"wire_points"`
 	// Mutants are listed with --mutants only (DESIGN.md §11: hidden from the default listing).
 	Mutants []listedMutant `json:"mutants,omitempty"`
 }
@@ -75,7 +79,7 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 		return 0, err
 	}
 	l := listing{Scenarios: scenarios.All(), Topologies: cluster.Topologies, Faults: faults.KindNames(),
-		Points: map[string][]string{"critical section": harness.Points}}
+		Points: map[string][]string{"critical section": harness.Points}, Wire: cluster.WireSupport()}
 	for _, a := range algorithms.All() {
 		l.Algorithms = append(l.Algorithms, listedAlgorithm{a.Name, a.Summary, a.Source, a.Topologies, a.Points, a.Fenced})
 	}
@@ -115,7 +119,10 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 		}
 		tw.Flush()
 	}
-	fmt.Fprintf(stdout, "\ntopologies: %s\nfaults: %s\n", strings.Join(l.Topologies, ", "), strings.Join(l.Faults, ", "))
+	fmt.Fprintf(stdout, "\ntopologies: %s\nfaults: %s\nwire points (a fault at a command on the wire) parse:\n", strings.Join(l.Topologies, ", "), strings.Join(l.Faults, ", "))
+	for _, k := range slices.Sorted(maps.Keys(l.Wire)) {
+		fmt.Fprintf(stdout, "  %s: %s\n", k, l.Wire[k])
+	}
 	return exitValid, nil
 }
 
