@@ -218,16 +218,7 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 	if err == nil {
 		heal, err = r.kind.Inject(ctx, n.env, t)
 	}
-	n.record(history.Event{Phase: history.PhaseStart, Fault: id, Rule: r.index, Name: r.spec.Kind,
-		Target: describeTarget(t), Point: r.spec.Point, Detail: detail, Error: errString(err), AtNs: began,
-		FaultMeaning: meaning(r.kind, t)})
-	r.mu.Lock()
-	if err != nil {
-		r.lastErr = err.Error()
-	} else {
-		r.injected++
-	}
-	r.mu.Unlock()
+	n.started(r, id, t, detail, began, err)
 	if err != nil {
 		n.record(history.Event{Phase: history.PhaseEnd, Fault: id, Error: errString(err)})
 		return nil // a failed fault is recorded, and the run goes on
@@ -261,6 +252,21 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 		n.keepFor(id, heal, lasting) // lasting 0: until HealAll
 	}
 	return nil
+}
+
+// started records the start line of occurrence id of rule r (injection began at began; err is
+// the injection's error) and counts it as taken effect, or not.
+func (n *Nemesis) started(r *rule, id int64, t Target, detail string, began int64, err error) {
+	n.record(history.Event{Phase: history.PhaseStart, Fault: id, Rule: r.index, Name: r.spec.Kind,
+		Target: describeTarget(t), Point: r.spec.Point, Detail: detail, Error: errString(err), AtNs: began,
+		FaultMeaning: meaning(r.kind, t)})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.lastErr = err.Error()
+	} else {
+		r.injected++
+	}
 }
 
 func (n *Nemesis) keep(id int64, heal Heal) { n.keepFor(id, heal, 0) }

@@ -9,7 +9,6 @@ import (
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/cluster/wire"
-	"github.com/lockchaos/lockchaos/history"
 )
 
 // Wire aims a fault at one of the lock's own commands as it crosses the client's link (DESIGN.md
@@ -266,16 +265,7 @@ func (n *Nemesis) onWire(ctx context.Context, r *rule, e cluster.WireEvent) clus
 		case r.spec.Kind == "partition" || r.spec.Kind == "partition-oneway":
 			heal, err = r.kind.Inject(ctx, n.env, t)
 		}
-		n.record(history.Event{Phase: history.PhaseStart, Fault: o.id, Rule: r.index, Name: r.spec.Kind,
-			Target: describeTarget(t), Point: r.spec.Point, Detail: detail, Error: errString(err), AtNs: began,
-			FaultMeaning: meaning(r.kind, t)})
-		r.mu.Lock()
-		if err != nil {
-			r.lastErr = err.Error()
-		} else {
-			r.injected++
-		}
-		r.mu.Unlock()
+		n.started(r, o.id, t, detail, began, err)
 		lasting := r.spec.For.D()
 		if r.spec.Kind == "latency" {
 			lasting = r.spec.Amount.D()
