@@ -335,22 +335,25 @@ func (n *Nemesis) wireArm(c int, name string) {
 
 // wireDetail says what the fault did at which command, for the history's fault line.
 func wireDetail(s Spec, e cluster.WireEvent) string {
-	what := "request " + e.Msg.Text
+	what := "the request " + e.Msg.Text
 	if e.Reply {
-		what = "reply " + e.Msg.Text + " to " + e.Req.Text
+		what = "the reply " + e.Msg.Text + " to " + e.Req.Text
+	}
+	bound := s.For
+	if s.Kind == "latency" {
+		bound = s.Amount
 	}
 	var act string
-	switch {
-	case s.Kind == "latency":
-		act = fmt.Sprintf("held %s", s.Amount)
-	case s.Kind == "client-pause":
-		act = fmt.Sprintf("client stopped for %s once it had", s.For)
+	switch s.Kind {
+	case "client-pause":
+		act = "stopped the client, then delivered " + what
+	case "latency":
+		act = "held " + what
 	default:
-		act = fmt.Sprintf("held, with the link, for at most %s", s.For)
+		act = "held " + what + " and the client's links"
 	}
-	until := ""
-	if s.Wire.Until != "" && s.Kind != "latency" {
-		until = ", until another client reached " + s.Wire.Until
+	if s.Wire.Until != "" {
+		return fmt.Sprintf("on %s: %s until another client reached %s (at most %s)", e.Node, act, s.Wire.Until, bound)
 	}
-	return fmt.Sprintf("wire %s on %s: %s %s%s", s.Wire, e.Node, act, what, until)
+	return fmt.Sprintf("on %s: %s for %s", e.Node, act, bound)
 }
