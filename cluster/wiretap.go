@@ -109,11 +109,12 @@ func (t *WireTap) Watch(w WireWatcher) (stop func()) {
 	}
 }
 
-// observe shows e to every watcher and combines what they ask: every hold, every after.
-func (t *WireTap) observe(e WireEvent) (holds []<-chan struct{}, afters []func()) {
+// observe shows e to every watcher and combines what they ask: every hold, every after, appended
+// to holds and afters (the stream's own, reused from message to message).
+func (t *WireTap) observe(e WireEvent, holds []<-chan struct{}, afters []func()) ([]<-chan struct{}, []func()) {
 	p := t.watchers.Load()
 	if p == nil {
-		return nil, nil
+		return holds, afters
 	}
 	for _, x := range *p {
 		a := x.w(e)
@@ -133,7 +134,8 @@ type wireConn struct {
 	n     int64
 	proto string
 	mu    sync.Mutex
-	fifo  []wire.Message         // resp
+	fifo  []wire.Message         // resp: fifo[head:] are in flight
+	head  int                    // resp
 	byXid map[int32]wire.Message // zookeeper
 }
 
@@ -148,6 +150,10 @@ func (c *wireConn) sent(m wire.Message) {
 			c.byXid[m.Xid] = m
 		}
 		return
+	}
+	if c.head == len(c.fifo) { // none in flight (a lock's usual case): reuse the array
+		clear(c.fifo)
+		c.fifo, c.head = c.fifo[:0], 0
 	}
 	c.fifo = append(c.fifo, m)
 }
@@ -165,11 +171,12 @@ func (c *wireConn) answered(m wire.Message) wire.Message {
 		}
 		return req
 	}
-	if len(c.fifo) == 0 {
+	if c.head == len(c.fifo) {
 		return wire.Message{}
 	}
-	req := c.fifo[0]
-	c.fifo = c.fifo[1:]
+	req := c.fifo[c.head]
+	c.fifo[c.head] = wire.Message{}
+	c.head++
 	return req
 }
 
@@ -280,6 +287,13 @@ func newFramer(proto string, reply bool) wire.Framer {
 
 // wireStream is one direction of one connection: the bytes not yet cut into a whole message, and
 // a message that waits for its hold (kept across toxiproxy's interrupts, which restart Pipe).
+//
+// The bytes are handed on without a copy: a chunk that came in is ours (toxiproxy's reader copies
+// what it reads into a new chunk, and a toxic before this one passes chunks on, or slices of
+// them), so the messages handed on are slices of it, and a chunk that is exactly the messages
+// handed on at once — one request or one reply, a lock's usual chunk — goes on as it came. buf is
+// always capped at its length when it is a chunk's bytes, so appending the next chunk to a partial
+// message copies it into an array of the stream's own, never into the bytes behind it.
 type wireStream struct {
 	tap    *WireTap
 	conn   *wireConn
@@ -288,6 +302,8 @@ type wireStream struct {
 	raw    bool // not (or no longer) parsed: bytes pass as they come
 	buf    []byte
 	ts     time.Time
+	// chunk is the chunk that came in while buf is exactly its bytes, nil otherwise.
+	chunk *stream.StreamChunk
 
 	held   []byte
 	holds  []<-chan struct{}
@@ -324,7 +340,11 @@ func (w *wireToxic) Pipe(stub *toxics.ToxicStub) {
 				stub.Output <- c
 				continue
 			}
-			s.buf = append(s.buf, c.Data...)
+			if len(s.buf) == 0 {
+				s.buf, s.chunk = c.Data[:len(c.Data):len(c.Data)], c
+			} else {
+				s.buf, s.chunk = append(s.buf, c.Data...), nil
+			}
 			if !s.drain(stub) {
 				return
 			}
@@ -332,32 +352,24 @@ func (w *wireToxic) Pipe(stub *toxics.ToxicStub) {
 	}
 }
 
-// drain passes on every whole message in the buffer. It returns false when interrupted while a
-// message waits for its hold.
+// drain passes on every whole message in the buffer, each after the watchers saw it. Messages no
+// watcher asked anything of (no hold, no after) go on together with the next one that is handed
+// on, in one chunk: a message with afters ends such a run (the run goes on, then its afters run),
+// a held one goes on alone once its holds ended, after the run before it. It returns false when
+// interrupted while a message waits for its hold.
 func (s *wireStream) drain(stub *toxics.ToxicStub) bool {
-	for len(s.buf) > 0 {
-		if s.raw {
-			stub.Output <- &stream.StreamChunk{Data: s.buf, Timestamp: s.ts}
-			s.buf = nil
-			return true
-		}
-		n, m, err := s.framer.Next(s.buf)
+	ready := 0 // buf[:ready]: seen by the watchers, nothing asked, not handed on yet
+	for !s.raw && ready < len(s.buf) {
+		n, m, err := s.framer.Next(s.buf[ready:])
 		if err != nil {
 			s.raw = true // not the protocol (or lost sync): pass the rest through unparsed
-			continue
+			break
 		}
 		if n == 0 {
-			if len(s.buf) > maxPartial {
+			if len(s.buf)-ready > maxPartial {
 				s.raw = true // a message this large is no lock's command: stop holding it back
-				continue
 			}
-			return true
-		}
-		msg := make([]byte, n)
-		copy(msg, s.buf[:n])
-		s.buf = s.buf[n:]
-		if len(s.buf) == 0 {
-			s.buf = nil
+			break
 		}
 		e := WireEvent{Client: s.tap.client, Node: s.tap.node, Reply: s.reply, Msg: m, Conn: s.conn.n}
 		if s.reply {
@@ -365,13 +377,63 @@ func (s *wireStream) drain(stub *toxics.ToxicStub) bool {
 		} else {
 			s.conn.sent(m)
 		}
-		s.held = msg
-		s.holds, s.afters = s.tap.observe(e)
+		s.holds, s.afters = s.tap.observe(e, s.holds[:0], s.afters[:0])
+		if len(s.holds) == 0 {
+			ready += n
+			if len(s.afters) > 0 {
+				s.handOn(stub, ready)
+				ready = 0
+				s.runAfters()
+			}
+			continue
+		}
+		s.handOn(stub, ready) // the run before it goes on: only this one is held
+		s.held = s.take(n)
+		ready = 0
 		if !s.release(stub) {
 			return false
 		}
 	}
+	if s.raw {
+		ready = len(s.buf)
+	}
+	s.handOn(stub, ready)
 	return true
+}
+
+// handOn passes buf[:n] on in one chunk (the chunk that came in, when that is all of it).
+func (s *wireStream) handOn(stub *toxics.ToxicStub, n int) {
+	if n == 0 {
+		return
+	}
+	if s.chunk != nil && n == len(s.buf) {
+		c := s.chunk
+		s.buf, s.chunk = nil, nil
+		stub.Output <- c
+		return
+	}
+	stub.Output <- &stream.StreamChunk{Data: s.take(n), Timestamp: s.ts}
+}
+
+// take removes buf[:n] from the buffer and returns it, capped at its length (nothing appends to
+// it: the receiver reads it while the stream goes on).
+func (s *wireStream) take(n int) []byte {
+	b := s.buf[:n:n]
+	s.buf, s.chunk = s.buf[n:], nil
+	if len(s.buf) == 0 {
+		s.buf = nil
+	}
+	return b
+}
+
+// runAfters runs the afters of the message just handed on, and forgets them.
+func (s *wireStream) runAfters() {
+	afters := s.afters
+	for i, f := range afters {
+		afters[i] = nil
+		f()
+	}
+	s.afters = afters[:0]
 }
 
 // release passes the waiting message on once every hold on it ended, then runs its afters. It
@@ -383,6 +445,7 @@ func (s *wireStream) release(stub *toxics.ToxicStub) bool {
 	for len(s.holds) > 0 {
 		select {
 		case <-s.holds[0]:
+			s.holds[0] = nil
 			s.holds = s.holds[1:]
 		case <-stub.Interrupt:
 			return false
@@ -390,11 +453,7 @@ func (s *wireStream) release(stub *toxics.ToxicStub) bool {
 	}
 	stub.Output <- &stream.StreamChunk{Data: s.held, Timestamp: s.ts}
 	s.held = nil
-	afters := s.afters
-	s.afters = nil
-	for _, f := range afters {
-		f()
-	}
+	s.runAfters()
 	return true
 }
 

@@ -40,6 +40,7 @@ var commandsPerCS = map[string]int{
 type cost struct {
 	rate              float64
 	clientCPU, srvCPU time.Duration // per command
+	wirePerCS         float64       // wire lines recorded per critical section
 }
 
 // csRate runs cfg (clients on their own locks, no hold, no think) and returns critical sections
@@ -47,14 +48,17 @@ type cost struct {
 // drops the history events.
 func csRate(b *testing.B, cfg Config, noRecord bool) cost {
 	b.Helper()
-	var n, all atomic.Int64
+	var n, all, wires atomic.Int64
 	warm, end := int64(benchWarm), int64(cfg.Duration)
 	benchObserve = func(e history.Event) {
-		if e.Type == history.TypeInvoke && e.Op == history.OpRelease {
+		switch {
+		case e.Type == history.TypeInvoke && e.Op == history.OpRelease:
 			all.Add(1)
 			if e.AtNs >= warm && e.AtNs < end {
 				n.Add(1)
 			}
+		case e.Type == history.TypeWire:
+			wires.Add(1)
 		}
 	}
 	benchNoRecord = noRecord
@@ -72,7 +76,21 @@ func csRate(b *testing.B, cfg Config, noRecord bool) cost {
 	self1, child1 := bench.CPU() // the servers were reaped by Run's cluster.Close
 	cmds := float64(max(all.Load(), 1) * int64(commandsPerCS[cfg.Algorithm]))
 	return cost{rate: float64(n.Load()) / (cfg.Duration - benchWarm).Seconds(),
-		clientCPU: time.Duration(float64(self1-self0) / cmds), srvCPU: time.Duration(float64(child1-child0) / cmds)}
+		clientCPU: time.Duration(float64(self1-self0) / cmds), srvCPU: time.Duration(float64(child1-child0) / cmds),
+		wirePerCS: float64(wires.Load()) / float64(max(all.Load(), 1))}
+}
+
+// wireRate is csRate with every client link parsed (cluster.Spec.Wire) and its wire lines
+// recorded, as in a run whose faults have a wire point, but with no fault: cfg must proxy.
+func wireRate(b *testing.B, cfg Config) cost {
+	b.Helper()
+	benchWire = true
+	defer func() { benchWire = false }()
+	c := csRate(b, cfg, false)
+	if c.wirePerCS == 0 {
+		b.Fatalf("%s: no wire line recorded: the links were not parsed", cfg.Algorithm)
+	}
+	return c
 }
 
 func throughputConfig(alg string, clients int, proxies string) Config {
@@ -193,6 +211,24 @@ type tputRow struct {
 	shares                 []float64 // harness CS/s over the floor's
 	hCli, hSrv, rCli, rSrv []float64 // CPU µs per Redis command: harness and its reference
 	fCli                   []float64 // and the floor's client side
+	// wire is the same harness run with every link parsed and its wire lines recorded
+	// (proxy always only), measured in the same repeats as the row's.
+	wire *tputRow
+	// wireRatios: the parsed run's CS/s over the plain always run's, per repeat.
+	wireRatios, wireLines []float64
+}
+
+// add appends one repeat's harness (h), floor (f) and redis-benchmark (r) measurements.
+func (row *tputRow) add(alg string, h, f, r cost) {
+	perCS := float64(commandsPerCS[alg])
+	row.cs, row.floor = append(row.cs, h.rate), append(row.floor, f.rate)
+	row.cmds, row.ref = append(row.cmds, h.rate*perCS), append(row.ref, r.rate)
+	row.ratios = append(row.ratios, h.rate*perCS/r.rate)
+	row.floorRatios = append(row.floorRatios, f.rate*perCS/r.rate)
+	row.shares = append(row.shares, h.rate/f.rate)
+	row.hCli, row.hSrv = append(row.hCli, us(h.clientCPU)), append(row.hSrv, us(h.srvCPU))
+	row.rCli, row.rSrv = append(row.rCli, us(r.clientCPU)), append(row.rSrv, us(r.srvCPU))
+	row.fCli = append(row.fCli, us(f.clientCPU))
 }
 
 // throughputTarget is issue 19's goal: the harness's Redis commands per second over redis-benchmark's
@@ -207,7 +243,8 @@ func throughputTarget(alg string) float64 {
 // BenchmarkLockThroughput measures critical sections per second of setnx, token and redlock with
 // 1, 8 and 32 clients on independent lock names, with and without the toxiproxy hop, against
 // redis-benchmark through the same path and against the same Lockers in a bare loop (floorRate),
-// all in the same run, and writes "Lock throughput".
+// all in the same run, and writes "Lock throughput". Proxied, the harness also runs with every
+// link parsed and its wire lines recorded (wireRate), against the plain proxied run.
 func BenchmarkLockThroughput(b *testing.B) {
 	reps := bench.Repeats(3)
 	load := []string{bench.LoadAvg()}
@@ -221,29 +258,36 @@ func BenchmarkLockThroughput(b *testing.B) {
 						for i := range reps {
 							// The three in turn, starting one later each repeat, so a drift in the
 							// machine's load does not always fall on the same one.
-							var h, f, r cost
+							// Proxied, a fourth: the harness with every link parsed (issue 25).
+							var h, w, f, r cost
 							steps := []func(){
 								func() { h = csRate(b, throughputConfig(alg, clients, proxies), false) },
 								func() { f = floorRate(b, throughputConfig(alg, clients, proxies)) },
 								func() { r = referenceRate(b, alg, clients, proxies == ProxyAlways) },
 							}
+							if proxies == ProxyAlways {
+								steps = append(steps, func() { w = wireRate(b, throughputConfig(alg, clients, proxies)) })
+							}
 							for j := range steps {
 								steps[(i+j)%len(steps)]()
 							}
-							perCS := float64(commandsPerCS[alg])
-							row.cs, row.floor = append(row.cs, h.rate), append(row.floor, f.rate)
-							row.cmds, row.ref = append(row.cmds, h.rate*perCS), append(row.ref, r.rate)
-							row.ratios = append(row.ratios, h.rate*perCS/r.rate)
-							row.floorRatios = append(row.floorRatios, f.rate*perCS/r.rate)
-							row.shares = append(row.shares, h.rate/f.rate)
-							row.hCli, row.hSrv = append(row.hCli, us(h.clientCPU)), append(row.hSrv, us(h.srvCPU))
-							row.rCli, row.rSrv = append(row.rCli, us(r.clientCPU)), append(row.rSrv, us(r.srvCPU))
-							row.fCli = append(row.fCli, us(f.clientCPU))
+							row.add(alg, h, f, r)
+							if proxies == ProxyAlways {
+								if row.wire == nil {
+									row.wire = &tputRow{alg: alg, clients: clients, proxies: ProxyAlways + "+wire"}
+								}
+								row.wire.add(alg, w, f, r)
+								row.wireRatios = append(row.wireRatios, w.rate/h.rate)
+								row.wireLines = append(row.wireLines, w.wirePerCS)
+							}
 						}
 					}
 					b.ReportMetric(bench.Median(row.cs), "cs/s")
 					b.ReportMetric(bench.Median(row.ratios)*100, "%-of-redis-benchmark")
 					b.ReportMetric(bench.Median(row.shares)*100, "%-of-floor")
+					if row.wire != nil {
+						b.ReportMetric(bench.Median(row.wireRatios)*100, "%-wire-of-always")
+					}
 				})
 				if len(row.cs) > 0 {
 					rows = append(rows, row)
@@ -267,6 +311,12 @@ func BenchmarkLockThroughput(b *testing.B) {
 		"`always`: every client→node link through embedded toxiproxy (redis-benchmark through one such proxy). Medians "+
 		"of %d repeats; each ratio is taken per repeat, then the median. Target (issue 19): harness ≥ 80%% of "+
 		"redis-benchmark, redlock ≥ 60%%.\n\n", benchWarm, benchRun, reps)
+	fmt.Fprintf(&s, "Proxy `always+wire` (issue 25): the harness run again, in the same repeats (a fourth step in the "+
+		"rotation), with every client→node link parsed by lockchaos's wire toxic (cluster.Spec.Wire, DESIGN.md §14) and "+
+		"every command and reply recorded as a wire line, as in a run whose faults have a wire point, but with no fault "+
+		"(an unexported test hook, benchWire). Its floor and redis-benchmark columns are the `always` row's (neither is "+
+		"parsed); its target is the `always` row's CS/s (wire / always ≥ 90%%, per repeat, then the median), in the "+
+		"table below the main one.\n\n")
 	fmt.Fprintf(&s, "Load average (1/5/15 min) before, after the direct rows, after the proxied rows: %s.\n\n", strings.Join(load, " → "))
 	s.WriteString("CPU µs per Redis command (getrusage over each whole run, all critical sections): client side = this process " +
 		"(harness clients, recorder, proxies) for the harness and the floor, redis-benchmark plus this process (the " +
@@ -274,15 +324,44 @@ func BenchmarkLockThroughput(b *testing.B) {
 	s.WriteString("| algorithm | clients | proxy | CS/s harness | CS/s floor | harness / floor | Redis cmds/s | redis-benchmark SET/s | harness / redis-benchmark | floor / redis-benchmark | target | client CPU µs/cmd harness / floor / ref | server CPU µs/cmd harness / ref |\n" +
 		"|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n")
 	for _, r := range rows {
-		ratio, target := bench.Median(r.ratios), throughputTarget(r.alg)
-		met := fmt.Sprintf("≥ %.0f%% met", target*100)
-		if ratio < target {
-			met = fmt.Sprintf("≥ %.0f%% **not met**", target*100)
+		for _, r := range []*tputRow{r, r.wire} {
+			if r == nil {
+				continue
+			}
+			ratio, target := bench.Median(r.ratios), throughputTarget(r.alg)
+			met := fmt.Sprintf("≥ %.0f%% met", target*100)
+			if ratio < target {
+				met = fmt.Sprintf("≥ %.0f%% **not met**", target*100)
+			}
+			fmt.Fprintf(&s, "| %s | %d | %s | %.0f | %.0f | %.0f%% | %.0f | %.0f | %.0f%% | %.0f%% | %s | %.1f / %.1f / %.1f | %.1f / %.1f |\n",
+				r.alg, r.clients, r.proxies, bench.Median(r.cs), bench.Median(r.floor), bench.Median(r.shares)*100,
+				bench.Median(r.cmds), bench.Median(r.ref), ratio*100, bench.Median(r.floorRatios)*100, met,
+				bench.Median(r.hCli), bench.Median(r.fCli), bench.Median(r.rCli), bench.Median(r.hSrv), bench.Median(r.rSrv))
 		}
-		fmt.Fprintf(&s, "| %s | %d | %s | %.0f | %.0f | %.0f%% | %.0f | %.0f | %.0f%% | %.0f%% | %s | %.1f / %.1f / %.1f | %.1f / %.1f |\n",
-			r.alg, r.clients, r.proxies, bench.Median(r.cs), bench.Median(r.floor), bench.Median(r.shares)*100,
-			bench.Median(r.cmds), bench.Median(r.ref), ratio*100, bench.Median(r.floorRatios)*100, met,
-			bench.Median(r.hCli), bench.Median(r.fCli), bench.Median(r.rCli), bench.Median(r.hSrv), bench.Median(r.rSrv))
+	}
+	var wired []*tputRow
+	for _, r := range rows {
+		if r.wire != nil {
+			wired = append(wired, r)
+		}
+	}
+	if len(wired) > 0 {
+		s.WriteString("\nWire parsing (issue 25): the `always+wire` rows against the `always` rows of the same repeats. " +
+			"Wire lines per critical section: the history's wire lines (request and reply of each command) over all " +
+			"critical sections of the run. Target: wire / always ≥ 90%.\n\n" +
+			"| algorithm | clients | CS/s always | CS/s always+wire | wire / always | range | wire lines / CS | client CPU µs/cmd always / wire | target |\n" +
+			"|---|---:|---:|---:|---:|---|---:|---:|---|\n")
+		for _, r := range wired {
+			ratio := bench.Median(r.wireRatios)
+			met := "≥ 90% met"
+			if ratio < 0.9 {
+				met = "≥ 90% **not met**"
+			}
+			fmt.Fprintf(&s, "| %s | %d | %.0f | %.0f | %.0f%% | %.0f%% … %.0f%% | %.1f | %.1f / %.1f | %s |\n",
+				r.alg, r.clients, bench.Median(r.cs), bench.Median(r.wire.cs), ratio*100,
+				slices.Min(r.wireRatios)*100, slices.Max(r.wireRatios)*100, bench.Median(r.wireLines),
+				bench.Median(r.hCli), bench.Median(r.wire.hCli), met)
+		}
 	}
 	if note := os.Getenv("BENCH_THROUGHPUT_NOTE"); note != "" {
 		s.WriteString("\n" + note + "\n")

@@ -19,10 +19,12 @@ type recorder struct {
 // Benchmark hooks (bench_test.go), unset in every real run: benchObserve sees every event as it
 // is written (a subscription to the history writer, see Run) or, with benchNoRecord, as it is
 // dropped instead of written, so the recording overhead is the rate with it set against the rate
-// without.
+// without. benchWire parses every proxied client link (cluster.Spec.Wire) and records its wire
+// lines, as a run with a wire fault does, without any fault: what parsing costs a run.
 var (
 	benchObserve  func(history.Event)
 	benchNoRecord bool
+	benchWire     bool
 )
 
 func (r *recorder) now() int64 { return int64(time.Since(r.base)) }
@@ -102,15 +104,20 @@ func (r *recorder) watchWire(cl cluster.Cluster, clients int) (stop func()) {
 				if req.Control || req.Cmd == "" || e.Msg.Push {
 					return cluster.WireAction{}
 				}
-				line := history.Event{Type: history.TypeWire, Client: e.Client, Node: e.Node,
-					Dir: history.WireRequest, Cmd: req.Cmd, Detail: e.Msg.Text}
+				// The after keeps only the line's strings, not a whole Event: it is made for every
+				// message of every parsed link, and an Event's size on the heap was most of the
+				// bytes a parsed run allocated.
+				client, node, cmd, detail, dir, key := e.Client, e.Node, req.Cmd, e.Msg.Text, history.WireRequest, ""
 				if len(req.Keys) > 0 {
-					line.Key = req.Keys[0]
+					key = req.Keys[0]
 				}
 				if e.Reply {
-					line.Dir = history.WireReply
+					dir = history.WireReply
 				}
-				return cluster.WireAction{After: func() { r.write(line, true) }}
+				return cluster.WireAction{After: func() {
+					r.write(history.Event{Type: history.TypeWire, Client: client, Node: node, Dir: dir, Cmd: cmd,
+						Detail: detail, Key: key}, true)
+				}}
 			}))
 		}
 	}

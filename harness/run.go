@@ -56,7 +56,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		RedisImage: cfg.RedisImage, ZooKeeperImage: cfg.ZooKeeperImage,
 	}
 	// Links are parsed only for the runs whose faults act at a command (DESIGN.md §14).
-	spec.Wire = spec.Proxies && slices.ContainsFunc(cfg.Faults, func(s faults.Spec) bool { return s.Wire != nil })
+	spec.Wire = spec.Proxies && (benchWire || slices.ContainsFunc(cfg.Faults, func(s faults.Spec) bool { return s.Wire != nil }))
 	if cfg.external != nil {
 		// Someone else's servers: the run's keys and znodes carry its id, as its proxies do.
 		spec.RunID = cluster.NewRunID()
