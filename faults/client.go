@@ -47,25 +47,36 @@ func (clientPause) Inject(ctx context.Context, env Env, t Target) (Heal, error) 
 	if err != nil {
 		return nil, err
 	}
+	resume, err := pauseProcesses(env, t.Clients)
+	if resume == nil {
+		return heal, err
+	}
+	return func(ctx context.Context) error { return errors.Join(resume(ctx), heal(ctx)) }, err
+}
+
+// pauseProcesses stops (SIGSTOP) the clients that run in a process of their own
+// (algorithms.Pauser) and returns the heal that resumes them; nil when none does.
+func pauseProcesses(env Env, clients []int) (Heal, error) {
 	var paused []algorithms.Pauser
-	for _, c := range t.Clients {
+	resume := func(context.Context) error {
+		var errs []error
+		for _, p := range paused {
+			errs = append(errs, p.Resume())
+		}
+		return errors.Join(errs...)
+	}
+	for _, c := range clients {
 		if p, ok := lockerOf(env, c).(algorithms.Pauser); ok {
 			if err := p.Pause(); err != nil {
-				return heal, fmt.Errorf("pause client %d's process: %w", c, err)
+				return resume, fmt.Errorf("pause client %d's process: %w", c, err)
 			}
 			paused = append(paused, p)
 		}
 	}
 	if len(paused) == 0 {
-		return heal, nil
+		return nil, nil
 	}
-	return func(ctx context.Context) error {
-		var errs []error
-		for _, p := range paused {
-			errs = append(errs, p.Resume())
-		}
-		return errors.Join(append(errs, heal(ctx))...)
-	}, nil
+	return resume, nil
 }
 
 func (clientStall) Name() string    { return "client-stall" }

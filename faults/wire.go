@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/cluster"
@@ -76,8 +77,40 @@ func (w *Wire) String() string {
 	return b.String()
 }
 
-// wireKinds are the kinds that can act at a wire point.
-var wireKinds = []string{"latency", "partition", "partition-oneway", "client-pause"}
+// wireActor is a Kind that can fire at a wire point (Spec.Wire). The occurrence holds the
+// matched message for at most wireBound; atWire puts the kind's own effect in place meanwhile.
+type wireActor interface {
+	// wireBound is how long the matched message is held at most.
+	wireBound(s Spec) time.Duration
+	// stopsFirst reports whether the effect must be in place before the message is delivered,
+	// and the message then goes on at once (a process stopped as a reply reaches it).
+	stopsFirst(env Env, client int) bool
+	// atWire applies the kind's effect to t beyond the hold (nil heal: nothing more).
+	atWire(ctx context.Context, env Env, t Target) (Heal, error)
+}
+
+func (latency) wireBound(s Spec) time.Duration                    { return s.Amount.D() }
+func (latency) stopsFirst(Env, int) bool                          { return false }
+func (latency) atWire(context.Context, Env, Target) (Heal, error) { return nil, nil }
+func (partition) wireBound(s Spec) time.Duration                  { return s.For.D() }
+func (partition) stopsFirst(Env, int) bool                        { return false }
+func (p partition) atWire(ctx context.Context, env Env, t Target) (Heal, error) {
+	return p.Inject(ctx, env, t) // the client's links held (or cut) from that command on
+}
+
+// client-pause at a wire point: a client in a process of its own is stopped (SIGSTOP) and the
+// message then delivered into its socket, where it waits until the process wakes — a reply that
+// arrived as a GC pause began; its connections stay as they are (the OS keeps a stopped process's
+// connections; nothing is silenced). A client in the harness's process cannot be stopped from
+// outside: its message is held instead, what a process that stalls sees.
+func (clientPause) wireBound(s Spec) time.Duration { return s.For.D() }
+func (clientPause) stopsFirst(env Env, c int) bool {
+	_, ok := lockerOf(env, c).(algorithms.Pauser)
+	return ok
+}
+func (clientPause) atWire(_ context.Context, env Env, t Target) (Heal, error) {
+	return pauseProcesses(env, t.Clients)
+}
 
 func (w *Wire) validate(s Spec) error {
 	if (w.Before == "") == (w.AfterReply == "") {
@@ -89,20 +122,25 @@ func (w *Wire) validate(s Spec) error {
 	if _, err := w.pattern(); err != nil {
 		return fmt.Errorf("fault %s: wire: %w", s.Kind, err)
 	}
-	ok := false
-	for _, k := range wireKinds {
-		ok = ok || k == s.Kind
-	}
+	a, ok := kinds[s.Kind].(wireActor)
 	if !ok {
-		return fmt.Errorf("fault %s cannot act at a wire point (use one of %s)", s.Kind, strings.Join(wireKinds, ", "))
+		return fmt.Errorf("fault %s cannot act at a wire point (use one of %s)", s.Kind, strings.Join(wireKindNames(), ", "))
 	}
-	if s.Kind != "latency" && s.For <= 0 {
-		return fmt.Errorf("fault %s at a wire point: for must be > 0 (how long the command is held at most)", s.Kind)
-	}
-	if s.Nodes != "" && s.Kind != "partition" && s.Kind != "partition-oneway" {
-		return fmt.Errorf("fault %s at a wire point acts on the client's links to every node: drop nodes", s.Kind)
+	if a.wireBound(s) <= 0 {
+		return fmt.Errorf("fault %s at a wire point: how long the command is held at most must be > 0 (for; amount for latency)", s.Kind)
 	}
 	return nil
+}
+
+// wireKindNames lists the kinds that can act at a wire point.
+func wireKindNames() []string {
+	var out []string
+	for _, n := range KindNames() {
+		if _, ok := kinds[n].(wireActor); ok {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func (w *Wire) pattern() (wire.Pattern, error) {
@@ -242,34 +280,20 @@ func (n *Nemesis) onWire(ctx context.Context, r *rule, e cluster.WireEvent) clus
 	}
 	detail := wireDetail(r.spec, e)
 	began := n.now()
-	pauser, _ := lockerOf(n.env, e.Client).(algorithms.Pauser)
-	stopProcess := r.spec.Kind == "client-pause" && pauser != nil
+	actor := r.kind.(wireActor) // Validate made sure
 	act := cluster.WireAction{Hold: o.gate}
-	procStopped := make(chan struct{})
-	if stopProcess {
-		// The process is stopped first and the message delivered then: it waits in the stopped
-		// process's socket, as a reply that arrived at the start of a GC pause. The process's
-		// connections stay as they are (the OS keeps them; nothing is silenced), so what the
-		// server sends meanwhile is read when it wakes.
-		act = cluster.WireAction{Hold: procStopped}
+	inPlace := make(chan struct{})
+	if actor.stopsFirst(n.env, e.Client) {
+		act = cluster.WireAction{Hold: inPlace} // delivered once the effect is in place
 	}
 	inject := func() {
 		var heal Heal
-		switch {
-		case err != nil:
-		case stopProcess:
-			if err = pauser.Pause(); err == nil {
-				heal = func(context.Context) error { return pauser.Resume() }
-			}
-			close(procStopped)
-		case r.spec.Kind == "partition" || r.spec.Kind == "partition-oneway":
-			heal, err = r.kind.Inject(ctx, n.env, t)
+		if err == nil {
+			heal, err = actor.atWire(ctx, n.env, t)
 		}
+		close(inPlace)
 		n.started(r, o.id, t, detail, began, err)
-		lasting := r.spec.For.D()
-		if r.spec.Kind == "latency" {
-			lasting = r.spec.Amount.D()
-		}
+		lasting := actor.wireBound(r.spec)
 		// The occurrence ends at its time, at its Until, or at HealAll, whichever comes first;
 		// the heal (if any) comes before the held messages go, so they arrive after it.
 		end := func(h Heal) Heal {
@@ -339,19 +363,11 @@ func wireDetail(s Spec, e cluster.WireEvent) string {
 	if e.Reply {
 		what = "the reply " + e.Msg.Text + " to " + e.Req.Text
 	}
-	bound := s.For
-	if s.Kind == "latency" {
-		bound = s.Amount
+	act := "held " + what
+	if d, ok := kinds[s.Kind].(Describer); ok {
+		act += " (" + d.Describe(Target{Spec: s}) + ")"
 	}
-	var act string
-	switch s.Kind {
-	case "client-pause":
-		act = "stopped the client, then delivered " + what
-	case "latency":
-		act = "held " + what
-	default:
-		act = "held " + what + " and the client's links"
-	}
+	bound := kinds[s.Kind].(wireActor).wireBound(s)
 	if s.Wire.Until != "" {
 		return fmt.Sprintf("on %s: %s until another client reached %s (at most %s)", e.Node, act, s.Wire.Until, bound)
 	}
