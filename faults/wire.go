@@ -30,8 +30,8 @@ import (
 //     outside, so its message is held for For instead — what a process that stalls sees.
 //
 // Until ends the hold early when a client other than the trigger reaches that harness point
-// (cs:acquired: "until another client holds the lock"): the moment a late command does harm, and
-// no sooner, whatever the lock's retry timing.
+// (cs:before-read: "until another client holds the lock with a lease it found valid"): the moment
+// a late command does harm, and no sooner, whatever the lock's retry timing.
 type Wire struct {
 	// Before matches a request on its way to the server ("DEL", "SET NX", "delete", "*" for any
 	// command of the lock — not the connection's housekeeping).
@@ -41,7 +41,7 @@ type Wire struct {
 	// OK, with AfterReply, matches only replies that succeeded (true: not an error, a null or the
 	// integer 0 — the SET NX that won, the DEL that deleted) or only those that did not (false).
 	OK *bool `yaml:"ok,omitempty" json:"ok,omitempty"`
-	// Until ends the hold when another client reaches this harness point (e.g. cs:acquired).
+	// Until ends the hold when another client reaches this harness point (e.g. cs:before-read).
 	Until string `yaml:"until,omitempty" json:"until,omitempty"`
 	// Each holds every matching message on the trigger's links until the heal, not only the
 	// first: a quorum lock's every reply (a slow majority). With Point, the arm lasts until the
