@@ -28,6 +28,12 @@ const (
 // Points lists the harness's points in the order a client reaches them.
 var Points = []string{PointBeforeAcquire, PointAcquired, PointBeforeRead, PointBeforeWrite, PointBeforeRelease}
 
+// HolderSteps are the points between two steps of a holder's critical section: where a holder's
+// pause or crash does what the published failures describe (explore surveys them). Of the others,
+// cs:before-acquire comes before anything is held, and cs:before-read is cs:acquired past the
+// validity check: points to aim a wire fault or end a hold at, not steps of their own.
+var HolderSteps = []string{PointAcquired, PointBeforeWrite, PointBeforeRelease}
+
 // client is one worker: acquire → critical section → release → think, until ctx ends.
 type client struct {
 	id     int

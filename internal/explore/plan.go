@@ -61,7 +61,7 @@ func newSetup(info algorithms.Info, o Options) setup {
 }
 
 // points returns the named points in the order a client reaches them: the algorithm's acquire
-// points, the harness's critical-section points, then the algorithm's release points.
+// points, the steps of the holder's critical section, then the algorithm's release points.
 func (s setup) points() []string {
 	var acq, rest []string
 	for _, p := range s.alg.Points {
@@ -71,7 +71,7 @@ func (s setup) points() []string {
 			rest = append(rest, p)
 		}
 	}
-	return slices.Concat(acq, harness.Points, rest)
+	return slices.Concat(acq, harness.HolderSteps, rest)
 }
 
 // defaultParam is the size of a kind's fault in the survey: past the lease, as in the catalogue.
