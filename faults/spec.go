@@ -52,6 +52,10 @@ type Spec struct {
 	// Wire aims the fault at one of the lock's own commands on the client's links (DESIGN.md §14):
 	// it fires when the proxy sees that request or reply (after Point, when set).
 	Wire *Wire `yaml:"wire,omitempty" json:"wire,omitempty"`
+	// Refinement marks a fault aimed at a named point that only some locks mark (a built-in's own
+	// step, e.g. acquire:after-quorum): a lock whose algorithm does not list that point runs the
+	// cell without it, rather than wait for a point it never reaches (DESIGN.md §11, §14).
+	Refinement bool `yaml:"refinement,omitempty" json:"refinement,omitempty"`
 	// Setup marks a fault that shapes the run rather than attacks it (a partition in force from
 	// the start that decides which nodes each client reaches): it must still fire, but it opens
 	// no danger window of its own (DESIGN.md §10).

@@ -266,7 +266,7 @@ func registerCatalogue() bool {
 			"redlock": {Faults: []faults.Spec{
 				{Kind: "latency", Point: "cs:before-acquire", Client: 1, Times: -1, Amount: ms(ttl + 300),
 					Wire: &faults.Wire{AfterReply: "*", OK: &succeeded, Until: "cs:before-read", Each: true}},
-				{Kind: "client-pause", Point: "acquire:after-quorum", For: ms(ttl + 300)},
+				{Kind: "client-pause", Point: "acquire:after-quorum", For: ms(ttl + 300), Refinement: true},
 			}, Workload: Workload{Clients: 3}},
 			// A ZooKeeper lock has no lease for a held reply to outlast: its lease is the session,
 			// and holding a reply holds that connection's heartbeats (client-pause and partition

@@ -208,10 +208,12 @@ func (s Scenario) Cell(algorithm string) (Cell, error) {
 	return c, nil
 }
 
-// offered leaves out of a cell the faults at a named point the algorithm does not mark: a point of
-// its own acquire or release ("acquire:after-quorum") is a refinement for the locks that mark it
-// (DESIGN.md §11, §14), never a requirement — the harness's points ("cs:…") and the wire reach
-// every lock, and a fault that could never fire would leave the cell without evidence.
+// offered leaves out of a cell the refinements (faults.Spec.Refinement) at a named point the
+// algorithm does not mark: a point of a built-in's own acquire or release ("acquire:after-quorum")
+// is a refinement for the locks that mark it (DESIGN.md §11, §14), never a requirement — the
+// harness's points and the wire reach every lock, and a fault that could never fire would leave
+// the cell without evidence. Other faults stay: a user's own scenario may aim at a point their
+// lock calls without declaring it.
 func offered(fs []faults.Spec, algorithm string) []faults.Spec {
 	info, err := algorithms.Lookup(algorithm)
 	if err != nil {
@@ -219,7 +221,7 @@ func offered(fs []faults.Spec, algorithm string) []faults.Spec {
 	}
 	var out []faults.Spec
 	for _, f := range fs {
-		if f.Point == "" || strings.HasPrefix(f.Point, "cs:") || slices.Contains(info.Points, f.Point) {
+		if !f.Refinement || slices.Contains(info.Points, f.Point) {
 			out = append(out, f)
 		}
 	}
