@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -235,11 +236,13 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 		// A stopped process does not see its deadlines pass: the pause lasts its full time even
 		// when the caller's ctx (an acquire's timeout) ends meanwhile, and only HealAll cuts it.
 		// The caller then finds its ctx ended, as a process finds after it wakes.
+		until, forget := n.awaitUntil(r.spec.Until, trigger)
 		select {
 		case <-n.stop:
 		case <-time.After(lasting):
-		case <-n.awaitUntil(r.spec.Until, trigger):
+		case <-until:
 		}
+		forget()
 		if heal == nil {
 			heal = func(context.Context) error { return nil } // end writes the line only for a heal
 		}
@@ -399,17 +402,22 @@ type untilWait struct {
 	done    chan struct{}
 }
 
-// awaitUntil returns a channel closed when a client other than trigger reaches point; nil (never
-// ready) when there is no point to wait for.
-func (n *Nemesis) awaitUntil(point string, trigger int) <-chan struct{} {
+// awaitUntil returns a channel closed when a client other than trigger reaches point (nil, never
+// ready, when there is no point to wait for) and the function that forgets the wait once the
+// fault ended otherwise.
+func (n *Nemesis) awaitUntil(point string, trigger int) (<-chan struct{}, func()) {
 	if point == "" {
-		return nil
+		return nil, func() {}
 	}
 	w := &untilWait{point: point, trigger: trigger, done: make(chan struct{})}
 	n.mu.Lock()
 	n.untils = append(n.untils, w)
 	n.mu.Unlock()
-	return w.done
+	return w.done, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		n.untils = slices.DeleteFunc(n.untils, func(x *untilWait) bool { return x == w })
+	}
 }
 
 // reachedUntil ends the waits for point of every client but c.
