@@ -56,6 +56,11 @@ func TestHealAllDuringInject(t *testing.T) {
 		go func() { done <- n.Point(context.Background(), 1, "p") }()
 		<-k.entered
 		n.HealAll()
+		// The phase ended during the injection: the fault is under way, not unfired (a ZooKeeper
+		// restart outlasting the phase was recorded "unfired" and then, seconds later, started).
+		if u := n.Unfired(); len(u) != 0 {
+			t.Errorf("for %v: Unfired during the injection = %+v, want none", dur, u)
+		}
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}

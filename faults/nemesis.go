@@ -58,10 +58,12 @@ type rule struct {
 	mu    sync.Mutex
 	seen  int
 	fired int
-	// injected counts occurrences that took effect; lastErr is the last injection's error.
-	injected int
-	lastErr  string
-	wire     *wireRule // a fault at a wire point (Spec.Wire), from Start
+	// injected counts occurrences that took effect; lastErr is the last injection's error;
+	// injecting counts injections under way (a restart takes seconds, and may outlast the phase).
+	injected  int
+	injecting int
+	lastErr   string
+	wire      *wireRule // a fault at a wire point (Spec.Wire), from Start
 }
 
 // Planned is one timed occurrence, decided before the run from the seed.
@@ -216,10 +218,12 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 	// The start line carries the moment injection began: a restart or a failover takes a while,
 	// and what the clients did meanwhile happened under the fault.
 	began := n.now()
-	if err == nil {
+	begun := err == nil
+	if begun {
+		r.begin()
 		heal, err = r.kind.Inject(ctx, n.env, t)
 	}
-	n.started(r, id, t, detail, began, err)
+	n.started(r, id, t, detail, began, begun, err)
 	if err != nil {
 		n.record(history.Event{Phase: history.PhaseEnd, Fault: id, Error: errString(err)})
 		return nil // a failed fault is recorded, and the run goes on
@@ -257,14 +261,24 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 	return nil
 }
 
-// started records the start line of occurrence id of rule r (injection began at began; err is
-// the injection's error) and counts it as taken effect, or not.
-func (n *Nemesis) started(r *rule, id int64, t Target, detail string, began int64, err error) {
+// begin counts an injection under way; started, told it was begun, ends it.
+func (r *rule) begin() {
+	r.mu.Lock()
+	r.injecting++
+	r.mu.Unlock()
+}
+
+// started records the start line of occurrence id of rule r (injection began at began, and was
+// counted by begin when begun; err is the injection's error) and counts it as taken effect, or not.
+func (n *Nemesis) started(r *rule, id int64, t Target, detail string, began int64, begun bool, err error) {
 	n.record(history.Event{Phase: history.PhaseStart, Fault: id, Rule: r.index, Name: r.spec.Kind,
 		Target: describeTarget(t), Point: r.spec.Point, Detail: detail, Error: errString(err), AtNs: began,
 		FaultMeaning: meaning(r.kind, t)})
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if begun {
+		r.injecting--
+	}
 	if err != nil {
 		r.lastErr = err.Error()
 	} else {

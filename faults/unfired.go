@@ -14,15 +14,17 @@ type Unfired struct {
 	Reason string
 }
 
-// Unfired lists the faults that never took effect. Call it after HealAll: no fault fires after
-// that, so the list is final.
+// Unfired lists the faults that never took effect. Call it after HealAll: no fault starts after
+// that, so the list is final. A fault whose injection is still under way (a restart that outlasts
+// the fault phase) is not listed: its start line, written when the injection returns, tells
+// whether it took effect, and with what error if not.
 func (n *Nemesis) Unfired() []Unfired {
 	var out []Unfired
 	for _, r := range n.rules {
 		r.mu.Lock()
-		injected, seen, lastErr := r.injected, r.seen, r.lastErr
+		injected, injecting, seen, lastErr := r.injected, r.injecting, r.seen, r.lastErr
 		r.mu.Unlock()
-		if injected > 0 {
+		if injected > 0 || injecting > 0 {
 			continue
 		}
 		out = append(out, Unfired{Rule: r.index, Kind: r.spec.Kind, Point: r.spec.Point, Reason: r.reason(seen, lastErr)})

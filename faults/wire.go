@@ -288,11 +288,13 @@ func (n *Nemesis) onWire(ctx context.Context, r *rule, e cluster.WireEvent) clus
 	}
 	inject := func() {
 		var heal Heal
-		if err == nil {
+		begun := err == nil
+		if begun {
+			r.begin()
 			heal, err = actor.atWire(ctx, n.env, t)
 		}
 		close(inPlace)
-		n.started(r, o.id, t, detail, began, err)
+		n.started(r, o.id, t, detail, began, begun, err)
 		lasting := actor.wireBound(r.spec)
 		// The occurrence ends at its time, at its Until, or at HealAll, whichever comes first;
 		// the heal (if any) comes before the held messages go, so they arrive after it.
