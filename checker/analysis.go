@@ -117,7 +117,7 @@ func (r *run) serviceCause(a, b *history.Operation) string {
 		switch f.ActsOn {
 		case history.ActsOnServers:
 			if f.Start >= a.Sent && f.Start <= b.Return {
-				return fmt.Sprintf("%s of %s at %s", f.Name, f.Target, fmtMs(f.Start))
+				return fmt.Sprintf("%s of %s at %s", f.Name, f.Target, history.FormatNs(f.Start))
 			}
 		case history.ActsOnClock:
 			if f.Start <= b.Return && f.End > b.Sent && slices.Contains(f.TargetClients, b.Client) {
@@ -154,18 +154,18 @@ func (r *run) serviceCause(a, b *history.Operation) string {
 		}
 		if w := r.reached(done, a, b); w != nil {
 			return fmt.Sprintf("client %d's %srelease (op %d, of its acq %d), invoked at %s: its %s reached %s at %s, after client %d was granted at %s, and removed client %d's key",
-				done.Client, late, done.ID, done.Acq, fmtMs(done.Call), w.Text, w.Node, fmtMs(w.At), a.Client, fmtMs(a.Return), a.Client)
+				done.Client, late, done.ID, done.Acq, history.FormatNs(done.Call), w.Text, w.Node, history.FormatNs(w.At), a.Client, history.FormatNs(a.Return), a.Client)
 		}
 		return fmt.Sprintf("client %d's %srelease (op %d, of its acq %d), invoked at %s and answered at %s, removed client %d's key",
-			done.Client, late, done.ID, done.Acq, fmtMs(done.Call), fmtMs(done.Done), a.Client)
+			done.Client, late, done.ID, done.Acq, history.FormatNs(done.Call), history.FormatNs(done.Done), a.Client)
 	}
 	if pending != nil {
 		if w := r.reached(pending, a, b); w != nil {
 			return fmt.Sprintf("client %d's release (op %d, of its acq %d), sent at %s and never answered in time: its %s reached %s at %s, after client %d was granted at %s, and removed client %d's key",
-				pending.Client, pending.ID, pending.Acq, fmtMs(pending.Call), w.Text, w.Node, fmtMs(w.At), a.Client, fmtMs(a.Return), a.Client)
+				pending.Client, pending.ID, pending.Acq, history.FormatNs(pending.Call), w.Text, w.Node, history.FormatNs(w.At), a.Client, history.FormatNs(a.Return), a.Client)
 		}
 		return fmt.Sprintf("client %d's release (op %d, of its acq %d), sent at %s and never answered in time, can have landed late and removed client %d's key (inferred: no wire record shows when it arrived)",
-			pending.Client, pending.ID, pending.Acq, fmtMs(pending.Call), a.Client)
+			pending.Client, pending.ID, pending.Acq, history.FormatNs(pending.Call), a.Client)
 	}
 	if a.Client != b.Client {
 		return fmt.Sprintf("no fault or release in the history explains it: the service handed client %d's lock to client %d on its own", a.Client, b.Client)
@@ -198,17 +198,17 @@ func (r *run) clientCause(a *history.Operation, aEnd int) string {
 		return fmt.Sprintf("client %d kept using acq %d", a.Client, a.ID)
 	}
 	e := &r.ops[aEnd]
-	s := fmt.Sprintf("client %d's %s (op %d) at %s", a.Client, e.Op, e.ID, fmtMs(e.Call))
+	s := fmt.Sprintf("client %d's %s (op %d) at %s", a.Client, e.Op, e.ID, history.FormatNs(e.Call))
 	if a.ValidityNs > 0 {
 		exp := a.Call + a.ValidityNs
 		if e.Call > exp {
-			s += fmt.Sprintf(" came %s after its own validity ended at %s", fmtDur(e.Call-exp), fmtMs(exp))
+			s += fmt.Sprintf(" came %s after its own validity ended at %s", history.FormatNs(e.Call-exp), history.FormatNs(exp))
 		}
 	} else if t := r.ttl(a); t > 0 && e.Call > a.Sent+t {
-		s += fmt.Sprintf(" came %s after its lease could have expired at %s", fmtDur(e.Call-a.Sent-t), fmtMs(a.Sent+t))
+		s += fmt.Sprintf(" came %s after its lease could have expired at %s", history.FormatNs(e.Call-a.Sent-t), history.FormatNs(a.Sent+t))
 	}
 	if f := r.faultDuring(a.Client, a.Return, e.Call); f != nil {
-		s += fmt.Sprintf(", after a %s from %s", f.Name, fmtMs(f.Start))
+		s += fmt.Sprintf(", after a %s from %s", f.Name, history.FormatNs(f.Start))
 		s += faultEnd(f)
 	}
 	return s
@@ -230,7 +230,7 @@ func faultEnd(f *history.FaultSpan) string {
 	if f.End == history.Never {
 		return ""
 	}
-	return fmt.Sprintf(" to %s", fmtMs(f.End))
+	return fmt.Sprintf(" to %s", history.FormatNs(f.End))
 }
 
 // expiredWrite reports whether write w (under acquire a) was invoked after a's own validity had
@@ -283,23 +283,4 @@ func (r *run) fencesFrom(c fenceCarry) (fenceCarry, *Violation) {
 		c.top = &top
 	}
 	return c, first
-}
-
-func fmtMs(ns int64) string {
-	if ns == history.Never {
-		return "never"
-	}
-	return fmtDur(ns)
-}
-
-// fmtDur prints a duration in ns the way the reports do: 1.71 s, 420 ms, 80 µs.
-func fmtDur(ns int64) string {
-	switch {
-	case ns >= 1e9 || ns <= -1e9:
-		return fmt.Sprintf("%.2f s", float64(ns)/1e9)
-	case ns >= 1e6 || ns <= -1e6:
-		return fmt.Sprintf("%.0f ms", float64(ns)/1e6)
-	default:
-		return fmt.Sprintf("%.0f µs", float64(ns)/1e3)
-	}
 }

@@ -137,7 +137,7 @@ func (r *run) grantViolations(grants []grant, k0 int) ([]Violation, map[int]bool
 		vs = append(vs, Violation{Kind: "service", Class: ServiceClass, AtMs: ms(b.Return), A: ref(a), B: ref(b),
 			Explanation: fmt.Sprintf("the lock service granted acq %d to client %d by %.3fms while acq %d of client %d held a lease that %s and had not been released",
 				b.ID, b.Client, ms(b.Return), a.ID, a.Client, until),
-			Cause: fmt.Sprintf("client %d granted at %s while client %d's lease ran to %s; %s", b.Client, fmtMs(b.Return), a.Client, fmtMs(g.until), cause)})
+			Cause: fmt.Sprintf("client %d granted at %s while client %d's lease ran to %s; %s", b.Client, history.FormatNs(b.Return), a.Client, history.FormatNs(g.until), cause)})
 	}
 	return vs, illegal, causeOf
 }

@@ -70,16 +70,17 @@ func newResult(h *history.Run, f *facts) Result {
 	res.WritesOk, res.WritesRejected = c.WritesOk, c.WritesRejected
 	res.WritesInWindow, res.GrantsInWindow = c.WritesInWindow, c.GrantsInWindow
 	res.Evidence = f.r.evidence(&res, h.Unfired, f.granted)
-	decide(&res, f.vs, f.stuck, f.timedOut, h.Abort)
+	decide(&res, f.vs, f.stuck, f.timedOut, h.Abort, h.Stop)
 	return res
 }
 
 // decide gives res its verdict and what follows from it: vs are the safety violations in time
 // order, stuck the stall that makes the run stuck (nil if none), timedOut the warning of a
 // porcupine check that ran out of time ("" if none), abort why the run ended before its time
-// ("" if it ran its course: a run cut short proves no safety, and its stall was cut short too).
-// res.Evidence is the evidence line.
-func decide(res *Result, vs []Violation, stuck *Violation, timedOut, abort string) {
+// ("" if it ran its course: a run cut short proves no safety, and its stall was cut short too),
+// stop why it stopped once decided unsafe ("" if it ran its full time). res.Evidence is the
+// evidence line.
+func decide(res *Result, vs []Violation, stuck *Violation, timedOut, abort, stop string) {
 	evidence := res.Evidence
 	ended := ""
 	switch {
@@ -90,6 +91,14 @@ func decide(res *Result, vs []Violation, stuck *Violation, timedOut, abort strin
 		c := first.Class
 		res.ViolationClass = &c
 		res.Evidence = EvidenceOK // the violation is its own evidence
+		res.Stopped = stop
+	case stop != "":
+		// The run stopped on a violation its whole history does not show: a defect of the
+		// early stop (a prefix that was not what it seemed). It proves nothing either way.
+		res.Verdict = Unknown
+		ended = "the run stopped early (" + stop + "), but its whole history shows no violation: " +
+			"rerun the cell with --full and report this"
+		res.Warnings = append(res.Warnings, ended)
 	case abort != "":
 		res.Verdict = Unknown
 		ended = "the run ended early: " + abort

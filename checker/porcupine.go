@@ -97,9 +97,9 @@ func (r *run) visualize(lin *Linearization, c *Check, at int64) {
 	lin.window, lin.span = [2]int{lo, hi}, [2]int64{h[lo].Call, h[hi-1].Call}
 	where := "from the start"
 	if at > 0 {
-		where = fmt.Sprintf("around %s", fmtMs(at))
+		where = fmt.Sprintf("around %s", history.FormatNs(at))
 	}
-	c.Visualized = fmt.Sprintf("the check's operations %d–%d of %d (%s to %s, %s)", lo+1, hi, len(h), fmtMs(h[lo].Call), fmtMs(h[hi-1].Call), where)
+	c.Visualized = fmt.Sprintf("the check's operations %d–%d of %d (%s to %s, %s)", lo+1, hi, len(h), history.FormatNs(h[lo].Call), history.FormatNs(h[hi-1].Call), where)
 }
 
 // checkLock runs the lease-aware lock check.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // A correct lock never yields a violation, whatever the interleaving of waiting clients.
@@ -75,5 +77,49 @@ func TestCheckerTimeoutIsUnknown(t *testing.T) {
 	}
 	if len(r.Warnings) == 0 {
 		t.Fatalf("no warning about the timeout")
+	}
+}
+
+// A run stops early once the history so far is unsafe (the runner's Decide): that is sound only
+// if no prefix of a history is unsafe unless the whole history is. Cut where a run can be cut —
+// any line, with the operations under way left without their completions — a correct lock's
+// history is never unsafe, and a prefix of an unsafe one that is unsafe finds the same class.
+func TestPropertyPrefixUnsafeOnlyIfWholeIs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	unsafePrefixes := 0
+	for i := range 40 {
+		cfg := genConfig{Clients: 2 + rng.IntN(7), Ops: 40 + rng.IntN(600), TTL: time.Duration(1+rng.IntN(5)) * time.Millisecond,
+			Seed: rng.Uint64(), Noise: rng.IntN(2) == 0}
+		switch i % 3 {
+		case 1:
+			cfg.Inject = injectClient
+		case 2:
+			cfg.Inject = injectService
+		}
+		if cfg.Inject != 0 {
+			cfg.InjectAt = rng.IntN(cfg.Ops / 4)
+		}
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			h := generate(cfg)
+			whole := CheckHistory(h, Options{}).Result
+			for range 12 {
+				cut := rng.IntN(len(h.Events) + 1)
+				prefix := &history.History{Meta: h.Meta, Events: h.Events[:cut:cut]}
+				r := CheckHistory(prefix, Options{}).Result
+				if r.Verdict != Unsafe {
+					continue
+				}
+				unsafePrefixes++
+				if whole.Verdict != Unsafe {
+					t.Fatalf("%+v: the first %d of %d lines are unsafe (%s), the whole history is %s", cfg, cut, len(h.Events), r.DecidedBy, whole.Verdict)
+				}
+				if *r.ViolationClass != *whole.ViolationClass {
+					t.Fatalf("%+v: the first %d lines find a %s violation, the whole history %s", cfg, cut, *r.ViolationClass, *whole.ViolationClass)
+				}
+			}
+		})
+	}
+	if unsafePrefixes < 20 {
+		t.Fatalf("only %d prefixes were unsafe: the property was hardly tested", unsafePrefixes)
 	}
 }

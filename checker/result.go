@@ -115,4 +115,7 @@ type Result struct {
 	ExpiredWrites int `json:"expired_writes"`
 	// DecidedBy says in one line what decided the verdict, with the numbers that did.
 	DecidedBy string `json:"decided_by"`
+	// Stopped says why the run ended its fault phase early, once its first violation was found
+	// while it ran (its stop line); empty for a run that ran its full time.
+	Stopped string `json:"stopped,omitempty"`
 }

@@ -44,6 +44,7 @@ type Nemesis struct {
 	mu      sync.Mutex
 	healing map[int64]Heal // lasting faults not yet healed, by occurrence id
 	stopped bool
+	early   bool // the run stopped once decided (StopEarly)
 	stop    chan struct{} // closed by HealAll: lasting faults stop waiting for their For
 	unwatch []func()      // the wire rules' watchers (wire.go), removed by HealAll
 	untils  []*untilWait  // blocking faults waiting for another client's point (Spec.Until)
@@ -337,6 +338,14 @@ func (n *Nemesis) end(id int64, heal Heal) {
 		cancel()
 	}
 	n.record(history.Event{Phase: history.PhaseEnd, Fault: id, Error: errString(err)})
+}
+
+// StopEarly marks the fault phase as ended before its time because the run's verdict was
+// decided: the faults that never fired say so (Unfired). Call it before HealAll.
+func (n *Nemesis) StopEarly() {
+	n.mu.Lock()
+	n.early = true
+	n.mu.Unlock()
 }
 
 // HealAll stops the schedule, heals every fault still in force and records their ends. Clients

@@ -19,6 +19,9 @@ type Unfired struct {
 // the fault phase) is not listed: its start line, written when the injection returns, tells
 // whether it took effect, and with what error if not.
 func (n *Nemesis) Unfired() []Unfired {
+	n.mu.Lock()
+	early := n.early
+	n.mu.Unlock()
 	var out []Unfired
 	for _, r := range n.rules {
 		r.mu.Lock()
@@ -27,7 +30,11 @@ func (n *Nemesis) Unfired() []Unfired {
 		if injected > 0 || injecting > 0 {
 			continue
 		}
-		out = append(out, Unfired{Rule: r.index, Kind: r.spec.Kind, Point: r.spec.Point, Reason: r.reason(seen, lastErr)})
+		reason := r.reason(seen, lastErr)
+		if early && lastErr == "" {
+			reason = "the run stopped once a violation was found, before it fired (" + reason + ")"
+		}
+		out = append(out, Unfired{Rule: r.index, Kind: r.spec.Kind, Point: r.spec.Point, Reason: reason})
 	}
 	return out
 }

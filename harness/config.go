@@ -12,6 +12,7 @@ import (
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // ErrBadConfig is wrapped by every configuration error (the CLI exits 254 on it).
@@ -94,6 +95,11 @@ type Config struct {
 	// ClusterFile is the external backend's cluster file (cluster.LoadExternal): its nodes decide
 	// the topology, and every fault must find its control there.
 	ClusterFile string
+	// Decide, when set, is asked about the history so far while the fault phase goes on (every
+	// 200 ms): a non-empty answer says the verdict can no longer change — a violation was found
+	// — and the run ends early with a stop line giving that answer, after a short tail. The
+	// harness decides no verdict itself: the runner's Decide runs the checker.
+	Decide func(*history.History) string
 	// RedisImage and ZooKeeperImage are the docker backend's images (default: cluster's).
 	RedisImage, ZooKeeperImage string
 

@@ -14,6 +14,8 @@ type recorder struct {
 	base   time.Time
 	nextID atomic.Int64
 	err    atomic.Pointer[error]
+	// decider sees every event when Config.Decide is set.
+	decider *decider
 }
 
 // Benchmark hooks (bench_test.go), unset in every real run: benchObserve sees every event as it

@@ -37,6 +37,8 @@ type Result struct {
 	Elapsed     time.Duration
 	// ClusterStart is how long the servers took to come up.
 	ClusterStart time.Duration
+	// Stopped is why the run ended its fault phase early (Config.Decide's answer), or "".
+	Stopped string
 }
 
 // Run runs one experiment and records its history in cfg.Dir. It returns an error only when the
@@ -75,13 +77,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("make run directory: %w", err)
 	}
 
-	w, err := history.Create(res.HistoryPath, history.Meta{
+	meta := history.Meta{
 		Algorithm: cfg.Algorithm, Scenario: cfg.Scenario, Topology: cfg.Topology, Backend: cfg.Backend,
 		Seed: cfg.Seed, Clients: cfg.Clients, TTLNs: int64(cfg.TTL), HoldNs: int64(cfg.Hold),
 		Fencing: cfg.Fencing, Expected: cfg.Expected, StuckAfterNs: int64(cfg.StuckAfter),
 		SessionTimeoutNs: int64(cfg.SessionTimeout), Faults: plannedFaults(cfg.Faults),
 		Started: time.Now().UTC().Format(time.RFC3339Nano), Version: cfg.Version, Command: cfg.Command,
-	})
+	}
+	w, err := history.Create(res.HistoryPath, meta)
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +98,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		w.Subscribe(benchObserve)
 	}
 	rec := &recorder{w: w, base: time.Now()}
+	if cfg.Decide != nil {
+		rec.decider = &decider{decide: cfg.Decide, meta: meta}
+		w.Subscribe(rec.decider.observe)
+	}
 	err = run(ctx, cfg, info, cl, rec, res)
 	if cerr := w.Close(); err == nil {
 		err = cerr
@@ -175,12 +182,21 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 			c.run(runCtx)
 		}()
 	}
-	// Fault phase, then every fault healed, then the liveness window.
-	sleep(runCtx, cfg.Duration)
+	// Fault phase, then every fault healed, then the liveness window; or, once a violation was
+	// found, a stop line, every fault healed and a short tail.
+	tail := cfg.Tail
+	if rec.decider == nil {
+		sleep(runCtx, cfg.Duration)
+	} else if why := rec.decider.wait(runCtx, cfg.Duration); why != "" {
+		rec.write(history.Event{Type: history.TypeStop, Detail: why}, true)
+		nem.StopEarly()
+		res.Stopped = why
+		tail = min(tail, decidedTail)
+	}
 	nem.HealAll()
 	nem.RecordUnfired()
 	_ = rec.w.Sync()
-	sleep(runCtx, cfg.Tail)
+	sleep(runCtx, tail)
 	stopClients()
 	wg.Wait()
 	if panicked != nil {

@@ -227,7 +227,7 @@ func (d *fastDecoder) field(key []byte, e *Event) bool {
 }
 
 var (
-	typeNames   = []string{string(TypeInvoke), string(TypeOk), string(TypeFail), string(TypeInfo), string(TypeFault), string(TypeMeta), string(TypeAbort), string(TypeWire)}
+	typeNames   = []string{string(TypeInvoke), string(TypeOk), string(TypeFail), string(TypeInfo), string(TypeFault), string(TypeMeta), string(TypeAbort), string(TypeWire), string(TypeStop)}
 	opNames     = []string{string(OpAcquire), string(OpRelease), string(OpRead), string(OpWrite)}
 	phaseNames  = []string{PhaseStart, PhaseEnd, PhaseUnfired}
 	dirNames    = []string{WireRequest, WireReply}

@@ -18,6 +18,12 @@ const (
 	// a lock's code panicked). A run that ran its course has none. What a run cut short shows is
 	// judged, but it proves no safety: the checker makes it unknown unless it is unsafe.
 	TypeAbort Type = "abort"
+	// TypeStop says the run ended its fault phase early because its verdict could no longer
+	// change, Detail says why (the first violation, found while the run went on). Only an unsafe
+	// run stops so: a violation in a prefix of a history is one in the whole history, as
+	// linearizability is prefix-closed. A run with a stop line whose whole history is not unsafe
+	// is judged unknown.
+	TypeStop Type = "stop"
 	// TypeWire is one of a lock's commands or replies as it crossed a client's parsed link
 	// (DESIGN.md §14): when a request left the proxy for the server, or a reply left it for the
 	// client. Only the runs whose faults act on the wire parse their links and have these lines;

@@ -191,7 +191,7 @@ func (e *Event) validate() error {
 		if e.Phase != PhaseStart && e.Phase != PhaseEnd && e.Phase != PhaseUnfired {
 			return fmt.Errorf("fault with phase %q, want start, end or unfired", e.Phase)
 		}
-	case TypeAbort:
+	case TypeAbort, TypeStop:
 	case TypeWire:
 		if e.Dir != WireRequest && e.Dir != WireReply {
 			return fmt.Errorf("wire line with dir %q, want request or reply", e.Dir)

@@ -20,6 +20,9 @@ type Run struct {
 	// Abort is why the run ended before its time, from its abort line ("" when it ran its
 	// course; the first, should there be more).
 	Abort string
+	// Stop is why the run ended its fault phase early once decided, from its stop line ("" when
+	// it ran its full time).
+	Stop string
 	// Wire holds the wire lines, in time order: the lock's commands and replies on its parsed
 	// links (none when no fault acted on the wire).
 	Wire []WireLine
@@ -117,8 +120,20 @@ func (b *runBuilder) add(e *Event) {
 		addFault(&b.run, b.faults, e)
 	case TypeAbort:
 		addAbort(&b.run, e)
+	case TypeStop:
+		addStop(&b.run, e)
 	case TypeWire:
 		addWire(&b.run, e)
+	}
+}
+
+// addStop applies a stop line to run.
+func addStop(run *Run, e *Event) {
+	if run.Stop == "" {
+		run.Stop = e.Detail
+		if run.Stop == "" {
+			run.Stop = "the history's stop line gives no reason"
+		}
 	}
 }
 

@@ -59,7 +59,7 @@ func ReadSegments(r io.Reader, minOps int, cut func(meta *Meta, ops []Operation,
 	if err := s.flush(Never); err != nil {
 		return nil, err
 	}
-	return &Run{Meta: meta, Warnings: warnings, End: s.end, Faults: s.faults.Faults, Unfired: s.faults.Unfired, Abort: s.faults.Abort}, nil
+	return &Run{Meta: meta, Warnings: warnings, End: s.end, Faults: s.faults.Faults, Unfired: s.faults.Unfired, Abort: s.faults.Abort, Stop: s.faults.Stop}, nil
 }
 
 type segmenter struct {
@@ -140,6 +140,8 @@ func (s *segmenter) add(e *Event) error {
 		addFault(&s.faults, s.faultIdx, e)
 	case TypeAbort:
 		addAbort(&s.faults, e)
+	case TypeStop:
+		addStop(&s.faults, e)
 	case TypeWire:
 		addWire(&s.faults, e)
 	}

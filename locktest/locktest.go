@@ -70,6 +70,7 @@ import (
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/runner"
 	"github.com/lockchaos/lockchaos/reports"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -352,10 +353,10 @@ func describe(r *checker.Result, expected, report string) string {
 		fmt.Fprintf(&b, " — %s", r.DecidedBy)
 	}
 	if r.TTDMs != nil {
-		fmt.Fprintf(&b, "; TTD %.0f ms", *r.TTDMs)
+		fmt.Fprintf(&b, "; TTD %s", history.FormatMs(*r.TTDMs))
 	}
 	if v := r.FirstViolation; v != nil {
-		fmt.Fprintf(&b, "\n\tfirst violation (%s) at %.0f ms: %s", v.Kind, v.AtMs, v.Explanation)
+		fmt.Fprintf(&b, "\n\tfirst violation (%s) at %s: %s", v.Kind, history.FormatMs(v.AtMs), v.Explanation)
 		if v.Cause != "" {
 			fmt.Fprintf(&b, "\n\tcause: %s", v.Cause)
 		}
@@ -363,8 +364,8 @@ func describe(r *checker.Result, expected, report string) string {
 	if r.Verdict == checker.Unknown {
 		b.WriteString("\n\tunknown is never safe: the run could not have failed (evidence: " + r.Evidence + "), or the checker timed out")
 	}
-	fmt.Fprintf(&b, "\n\t%d acquires ok, %d failed; %d exclusion violations, %d service violations, %d lost updates; longest stall %.0f ms; seed %d",
-		r.AcquiresOk, r.AcquiresFailed, r.ExclusionViolations, r.ServiceViolations, r.LostUpdates, r.LongestStallMs, r.Seed)
+	fmt.Fprintf(&b, "\n\t%d acquires ok, %d failed; %d exclusion violations, %d service violations, %d lost updates; longest stall %s; seed %d",
+		r.AcquiresOk, r.AcquiresFailed, r.ExclusionViolations, r.ServiceViolations, r.LostUpdates, history.FormatMs(r.LongestStallMs), r.Seed)
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "\n\twarning: %s", w)
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // histogramView is the acquire-latency histogram, drawn on the server as SVG: log-spaced bins,
@@ -69,11 +71,11 @@ func buildHistogram(m *runModel, p50, p99 float64) *histogramView {
 		x0 := x(lo + float64(i)*bw)
 		hv.Bars = append(hv.Bars, svgRect{X: x0 + 0.5, Y: histTop + plotH - h, W: plotW/histBins - 1, H: h, Class: "hist-bar",
 			Title: fmt.Sprintf("%d acquires between %s and %s", c,
-				fmtDur(int64(math.Pow(10, lo+float64(i)*bw))), fmtDur(int64(math.Pow(10, lo+float64(i+1)*bw))))})
+				history.FormatNs(int64(math.Pow(10, lo+float64(i)*bw))), history.FormatNs(int64(math.Pow(10, lo+float64(i+1)*bw))))})
 	}
 	// Axis labels at powers of ten (and the ends), in time units.
 	for e := math.Ceil(lo); e <= hi; e++ {
-		hv.Labels = append(hv.Labels, svgText{X: x(e), Y: histH - histBottom + 14, Text: fmtDur(int64(math.Pow(10, e))), Class: "axis", Anchor: "middle"})
+		hv.Labels = append(hv.Labels, svgText{X: x(e), Y: histH - histBottom + 14, Text: history.FormatNs(int64(math.Pow(10, e))), Class: "axis", Anchor: "middle"})
 	}
 	hv.Labels = append(hv.Labels,
 		svgText{X: histLeft - 6, Y: histTop + 8, Text: fmt.Sprint(peak), Class: "axis", Anchor: "end"},
@@ -94,7 +96,7 @@ func buildHistogram(m *runModel, p50, p99 float64) *histogramView {
 		hv.Marks = append(hv.Marks, svgLine{X1: xx, Y1: histTop - 4, X2: xx, Y2: histTop + plotH, Class: "hist-mark"})
 		// Each label goes on the side of its line with room for it; p99 sits one row lower so
 		// close percentiles never print over each other.
-		text := p.name + " " + fmtMs(p.ms)
+		text := p.name + " " + history.FormatMs(p.ms)
 		w := float64(len(text)) * charW
 		lx, anchor, y := xx+3, "start", histTop-6
 		if xx+3+w > histW {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // The JUnit XML subset CI systems read: one testsuite, one testcase per cell and run.
@@ -106,9 +108,9 @@ func failureText(c *Cell, st cellState) string {
 	if r := c.Result; r != nil {
 		fmt.Fprintf(&b, "decided by: %s\nevidence: %s\n", r.DecidedBy, r.Evidence)
 		fmt.Fprintf(&b, "exclusion violations %d, service violations %d, lost updates %d, longest stall %s\n",
-			r.ExclusionViolations, r.ServiceViolations, r.LostUpdates, fmtMs(r.LongestStallMs))
+			r.ExclusionViolations, r.ServiceViolations, r.LostUpdates, history.FormatMs(r.LongestStallMs))
 		if v := r.FirstViolation; v != nil {
-			fmt.Fprintf(&b, "first violation: %s (%s) at %s: %s\n", v.Kind, v.Class, fmtMs(v.AtMs), v.Explanation)
+			fmt.Fprintf(&b, "first violation: %s (%s) at %s: %s\n", v.Kind, v.Class, history.FormatMs(v.AtMs), v.Explanation)
 		}
 	}
 	return b.String()

@@ -21,7 +21,7 @@ func writeLinearizability(path, what string, lin *checker.Linearization, c check
 		case "":
 			reason = "the check did not run (it was skipped, or the history had no operations for it)"
 		case string(porcupine.Unknown), "unknown":
-			reason = fmt.Sprintf("the check timed out after %s: porcupine's answer is Unknown, which is never safe", fmtMs(c.Ms))
+			reason = fmt.Sprintf("the check timed out after %s: porcupine's answer is Unknown, which is never safe", history.FormatMs(c.Ms))
 		}
 		return writeNotice(path, what, reason, m)
 	}
@@ -64,7 +64,7 @@ func annotations(m *runModel) []porcupine.Annotation {
 		if f.Target != "" {
 			tag += " " + f.Target
 		}
-		details := fmt.Sprintf("fault %d %s on %s, %s → %s", f.ID, f.Name, f.Target, fmtDur(f.Start), fmtDur(f.End))
+		details := fmt.Sprintf("fault %d %s on %s, %s → %s", f.ID, f.Name, f.Target, history.FormatNs(f.Start), history.FormatNs(f.End))
 		if f.Point != "" {
 			details += " at " + f.Point
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // Matrix output files (DESIGN.md §8).
@@ -344,7 +345,7 @@ func cssCat(cat string) string {
 func cellDetail(r *checker.Result) string {
 	s := ""
 	if r.TTDMs != nil {
-		s = "TTD " + fmtMs(*r.TTDMs)
+		s = "TTD " + history.FormatMs(*r.TTDMs)
 	}
 	if n := r.ExclusionViolations + r.ServiceViolations; n > 0 {
 		if s != "" {
@@ -353,7 +354,7 @@ func cellDetail(r *checker.Result) string {
 		s += fmt.Sprintf("%d excl / %d svc", r.ExclusionViolations, r.ServiceViolations)
 	}
 	if r.Verdict == checker.Stuck {
-		s = "stall " + fmtMs(r.LongestStallMs)
+		s = "stall " + history.FormatMs(r.LongestStallMs)
 	}
 	if s == "" {
 		// A verdict without a violation stands on its evidence (DESIGN.md §10): show it.

@@ -97,7 +97,7 @@ func TestWriteMatrix(t *testing.T) {
 		`data-cell="client-pause/token" data-verdict="unsafe-service" data-mismatch="true"`,
 		`href="client-pause/token/report.html"`, "≠ expected Uc", "getset-race applies to getset only",
 		"TTD 1.23 s", "no — stuck after the holder crashed", "yes (client-crash)",
-		"violated under client-pause (service)", "no — 2 lost updates", "1.50 ms / 7.00 ms (baseline)",
+		"violated under client-pause (service)", "no — 2 lost updates", "1.5 ms / 7 ms (baseline)",
 		"lockchaos matrix --seed 1",
 	} {
 		if !strings.Contains(page, want) {

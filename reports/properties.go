@@ -135,7 +135,7 @@ func latencyProp(rs []*Cell) propCell {
 		return propCell{notMeasured, "nm"}
 	}
 	l := c.Result.AcquireLatencyMs
-	return propCell{fmt.Sprintf("%s / %s%s", fmtMs(l.P50), fmtMs(l.P99), note), ""}
+	return propCell{fmt.Sprintf("%s / %s%s", history.FormatMs(l.P50), history.FormatMs(l.P99), note), ""}
 }
 
 func throughputProp(rs []*Cell) propCell {

@@ -25,7 +25,7 @@ func TestPropertiesByFaultMeaning(t *testing.T) {
 		cell("quiet", checker.Safe, []checker.PlannedFault{}, 40),
 	})
 	got := rows[0].Cells
-	for i, want := range map[int]string{1: "no — stuck after the holder crashed", 2: "yes (blackout)", 4: "1.50 ms / 7.00 ms (quiet)", 5: "40.0 critical sections/s (quiet)"} {
+	for i, want := range map[int]string{1: "no — stuck after the holder crashed", 2: "yes (blackout)", 4: "1.5 ms / 7 ms (quiet)", 5: "40.0 critical sections/s (quiet)"} {
 		if got[i].Text != want {
 			t.Errorf("property %d = %q, want %q", i, got[i].Text, want)
 		}

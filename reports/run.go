@@ -132,9 +132,9 @@ func buildReportPage(h *history.Run, m *runModel, r *checker.Result) *reportPage
 	p.Numbers = numbers(r)
 	for _, f := range m.faults {
 		row := faultRow{ID: f.ID, Name: f.Name, Target: f.Target, Point: f.Point, Detail: f.Detail, Error: f.Error,
-			Start: fmtDur(f.Start), End: fmtDur(f.End)}
+			Start: history.FormatNs(f.Start), End: history.FormatNs(f.End)}
 		if f.End != history.Never {
-			row.Duration = fmtDur(f.End - f.Start)
+			row.Duration = history.FormatNs(f.End - f.Start)
 		} else {
 			row.Duration = "did not end"
 		}
@@ -226,9 +226,9 @@ func detailWindow(m *runModel, f0, f1 int64) (int64, int64) {
 func describeRef(m *runModel, name string, ref checker.OpRef) string {
 	o := m.byOp[ref.ID]
 	if o == nil {
-		return fmt.Sprintf("%s: client %d %s #%d at %s", name, ref.Client, ref.Op, ref.ID, fmtMs(ref.CallMs))
+		return fmt.Sprintf("%s: client %d %s #%d at %s", name, ref.Client, ref.Op, ref.ID, history.FormatMs(ref.CallMs))
 	}
-	s := fmt.Sprintf("%s: client %d %s #%d, %s → %s (%s)", name, o.Client, o.Op, o.ID, fmtDur(o.Call), fmtDur(m.clip(o.Return)), o.Status)
+	s := fmt.Sprintf("%s: client %d %s #%d, %s → %s (%s)", name, o.Client, o.Op, o.ID, history.FormatNs(o.Call), history.FormatNs(m.clip(o.Return)), o.Status)
 	if o.Acq != 0 {
 		s += fmt.Sprintf(", under acquire #%d", o.Acq)
 	}
@@ -243,7 +243,7 @@ func numbers(r *checker.Result) []numberRow {
 		if p == nil {
 			return "—"
 		}
-		return fmtMs(*p)
+		return history.FormatMs(*p)
 	}
 	bad := func(n int) string {
 		if n > 0 {
@@ -253,7 +253,7 @@ func numbers(r *checker.Result) []numberRow {
 	}
 	rows := []numberRow{
 		{"verdict", string(r.Verdict), ""},
-		{"duration", fmtMs(r.DurationMs), ""},
+		{"duration", history.FormatMs(r.DurationMs), ""},
 		{"operations", fmt.Sprint(r.Operations), ""},
 		{"acquires ok / failed", fmt.Sprintf("%d / %d", r.AcquiresOk, r.AcquiresFailed), ""},
 		{"exclusion violations", fmt.Sprint(r.ExclusionViolations), bad(r.ExclusionViolations)},
@@ -261,10 +261,10 @@ func numbers(r *checker.Result) []numberRow {
 		{"lost updates", fmt.Sprint(r.LostUpdates), bad(r.LostUpdates)},
 		{"stale writes rejected (fencing)", fmt.Sprint(r.StaleWritesRejected), ""},
 		{"time to first violation", opt(r.TTDMs), ""},
-		{"acquire latency p50 / p99 / max", fmt.Sprintf("%s / %s / %s", fmtMs(r.AcquireLatencyMs.P50), fmtMs(r.AcquireLatencyMs.P99), fmtMs(r.AcquireLatencyMs.Max)), ""},
+		{"acquire latency p50 / p99 / max", fmt.Sprintf("%s / %s / %s", history.FormatMs(r.AcquireLatencyMs.P50), history.FormatMs(r.AcquireLatencyMs.P99), history.FormatMs(r.AcquireLatencyMs.Max)), ""},
 		{"throughput", fmt.Sprintf("%.1f critical sections/s", r.ThroughputCSPerS), ""},
-		{"longest stall", fmtMs(r.LongestStallMs), ""},
-		{"checker time", fmtMs(r.CheckerMs), ""},
+		{"longest stall", history.FormatMs(r.LongestStallMs), ""},
+		{"checker time", history.FormatMs(r.CheckerMs), ""},
 		{"lock linearizability (porcupine)", checkText(r.LockCheck), checkClass(r.LockCheck)},
 		{"resource linearizability (porcupine)", checkText(r.ResourceCheck), checkClass(r.ResourceCheck)},
 	}
@@ -275,7 +275,7 @@ func checkText(c checker.Check) string {
 	if c.Result == "" {
 		return "did not run"
 	}
-	return fmt.Sprintf("%s in %s", c.Result, fmtMs(c.Ms))
+	return fmt.Sprintf("%s in %s", c.Result, history.FormatMs(c.Ms))
 }
 
 func checkClass(c checker.Check) string {

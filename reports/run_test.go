@@ -41,7 +41,7 @@ func TestWriteRunUnsafe(t *testing.T) {
 	for _, want := range []string{
 		`id="first-violation"`, `class="badge v-unsafe-client"`, "✓ matches", "after it expired",
 		"client 1 and client 2 both held the lock", "lockchaos run --algorithm token --scenario client-pause --seed 42",
-		"client-pause → client-1", "acquire latency (log scale)", "Illegal in 2.10 ms", "fencing tokens",
+		"client-pause → client-1", "acquire latency (log scale)", "Illegal in 2.1 ms", "fencing tokens",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report.html lacks %q", want)
@@ -147,7 +147,7 @@ func TestNoticeReasons(t *testing.T) {
 	if err := WriteRun(dir, h.Run(), out); err != nil {
 		t.Fatal(err)
 	}
-	if p := readFile(t, filepath.Join(dir, LinearizabilityFile)); !strings.Contains(p, "timed out after 10.0 s") {
+	if p := readFile(t, filepath.Join(dir, LinearizabilityFile)); !strings.Contains(p, "timed out after 10 s") {
 		t.Errorf("lock notice lacks the timeout: %s", p)
 	}
 	if p := readFile(t, filepath.Join(dir, ResourceLinearizability)); !strings.Contains(p, "did not run") {

@@ -3,6 +3,8 @@ package reports
 import (
 	"embed"
 	"html/template"
+
+	"github.com/lockchaos/lockchaos/history"
 )
 
 //go:embed templates/*.html
@@ -20,8 +22,8 @@ func Style() template.CSS { return styleCSS }
 
 var pageTemplates = template.Must(template.New("").Funcs(template.FuncMap{
 	"f1":      f1,
-	"fmtMs":   fmtMs,
-	"fmtDur":  fmtDur,
+	"fmtMs":   history.FormatMs,
+	"fmtDur":  history.FormatNs,
 	"explain": classExplanation,
 	"deref": func(p *float64) float64 {
 		if p == nil {

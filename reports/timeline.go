@@ -210,12 +210,12 @@ func buildTimeline(m *runModel, vs *violationSpan, id, title string, from, to in
 		x0, x1 := sc.x(d[0]), sc.x(d[1])
 		v.Danger = append(v.Danger, svgRect{X: x0, Y: top, W: max(x1-x0, 1), H: lanesH, Class: "danger",
 			Title: fmt.Sprintf("danger window %s → %s: from the fault until one lease after it healed; writes and grants here are what the fault put at risk",
-				fmtDur(d[0]), fmtDur(d[1]))})
+				history.FormatNs(d[0]), history.FormatNs(d[1]))})
 	}
 	for _, t := range axisTicks(from, to) {
 		x := sc.x(t)
 		v.Grid = append(v.Grid, svgLine{X1: x, Y1: top, X2: x, Y2: top + lanesH + 4, Class: "grid"})
-		v.AxisLabels = append(v.AxisLabels, svgText{X: x, Y: top + lanesH + 16, Text: fmtDur(t), Class: "axis", Anchor: "middle"})
+		v.AxisLabels = append(v.AxisLabels, svgText{X: x, Y: top + lanesH + 16, Text: history.FormatNs(t), Class: "axis", Anchor: "middle"})
 	}
 	for _, b := range bands {
 		if b.client != 0 {
@@ -257,7 +257,7 @@ func drawDetail(m *runModel, vs *violationSpan, v *timelineView, sc scale, mid f
 		budget--
 		v.Attempts = append(v.Attempts, svgLine{X1: sc.x(a.call), Y1: mid(a.client), X2: max(sc.x(a.end), sc.x(a.call)+0.5),
 			Y2: mid(a.client), Class: "attempt " + string(a.status),
-			Title: fmt.Sprintf("client %d acquire %s → %s (%s)", a.client, fmtDur(a.call), fmtDur(a.end), a.status)})
+			Title: fmt.Sprintf("client %d acquire %s → %s (%s)", a.client, history.FormatNs(a.call), history.FormatNs(a.end), a.status)})
 	}
 	for _, w := range m.windows {
 		end := m.clip(w.end)
@@ -266,7 +266,7 @@ func drawDetail(m *runModel, vs *violationSpan, v *timelineView, sc scale, mid f
 		}
 		budget--
 		x0, x1 := sc.x(w.grant), sc.x(end)
-		title := fmt.Sprintf("client %d held the lock %s → %s (%s)", w.client, fmtDur(w.grant), fmtDur(end), fmtDur(end-w.grant))
+		title := fmt.Sprintf("client %d held the lock %s → %s (%s)", w.client, history.FormatNs(w.grant), history.FormatNs(end), history.FormatNs(end-w.grant))
 		if w.fence != 0 {
 			title += fmt.Sprintf(", fence %d", w.fence)
 		}
@@ -275,12 +275,12 @@ func drawDetail(m *runModel, vs *violationSpan, v *timelineView, sc scale, mid f
 		if m.illegal[w.acq] {
 			x := sc.x(w.grant)
 			v.Illegal = append(v.Illegal, svgLine{X1: x, Y1: y - 5, X2: x, Y2: y + barH + 5, Class: "illegal-grant",
-				Title: fmt.Sprintf("client %d was granted the lock at %s while another client's lease was still valid (a service violation)", w.client, fmtDur(w.grant))})
+				Title: fmt.Sprintf("client %d was granted the lock at %s while another client's lease was still valid (a service violation)", w.client, history.FormatNs(w.grant))})
 		}
 		if w.expiry > 0 && w.expiry < end {
 			xe := sc.x(max(w.expiry, w.grant))
 			v.Expired = append(v.Expired, svgRect{X: xe, Y: y, W: max(x1-xe, 1), H: barH, Class: "expired",
-				Title: fmt.Sprintf("client %d still using the lock %s after its lease expired at %s", w.client, fmtDur(end-w.expiry), fmtDur(w.expiry))})
+				Title: fmt.Sprintf("client %d still using the lock %s after its lease expired at %s", w.client, history.FormatNs(end-w.expiry), history.FormatNs(w.expiry))})
 		}
 	}
 	keep := func(acq int64) bool {
@@ -302,7 +302,7 @@ func drawDetail(m *runModel, vs *violationSpan, v *timelineView, sc scale, mid f
 		}
 		v.Leases = append(v.Leases, svgRect{X: x0, Y: mid(l.Client) + barH/2 + 1, W: max(x1-x0, 1), H: 3, Class: "lease",
 			Title: fmt.Sprintf("client %d's lease (acq %d) as the service enforces it: from its winning attempt at %s until %s at %s",
-				l.Client, l.Acq, fmtDur(l.Start), how, fmtDur(end))})
+				l.Client, l.Acq, history.FormatNs(l.Start), how, history.FormatNs(end))})
 	}
 	for _, a := range m.accesses {
 		if !sc.in(a.call, a.end) || (budget <= 0 && !keep(a.acq)) {
@@ -316,7 +316,7 @@ func drawDetail(m *runModel, vs *violationSpan, v *timelineView, sc scale, mid f
 			cls, y1, y2 = "tick write", c-barH/2-3, c+barH/2+3
 		}
 		cls += " " + string(a.status)
-		title := fmt.Sprintf("client %d %s at %s", a.client, a.op, fmtDur(a.call))
+		title := fmt.Sprintf("client %d %s at %s", a.client, a.op, history.FormatNs(a.call))
 		if a.value != nil {
 			title += fmt.Sprintf(" value %d", *a.value)
 		}
@@ -334,7 +334,7 @@ func drawDetail(m *runModel, vs *violationSpan, v *timelineView, sc scale, mid f
 		c := mid(r.client)
 		x0, x1 := sc.x(r.call), sc.x(r.end)
 		v.Releases = append(v.Releases, svgLine{X1: x0, Y1: c, X2: max(x1, x0+1.5), Y2: c, Class: "release " + string(r.status),
-			Title: fmt.Sprintf("client %d release %s → %s (%s)", r.client, fmtDur(r.call), fmtDur(r.end), r.status)})
+			Title: fmt.Sprintf("client %d release %s → %s (%s)", r.client, history.FormatNs(r.call), history.FormatNs(r.end), r.status)})
 	}
 	if budget < 0 {
 		v.Note = "Too many operations to draw here: some are left out; the violating windows are complete."
@@ -418,7 +418,7 @@ func faultShapes(m *runModel, sc scale) (bands []faultBand, labels []svgText, ro
 		if f.Target != "" {
 			name += " → " + f.Target
 		}
-		title := fmt.Sprintf("fault %d: %s, %s → %s", f.ID, name, fmtDur(f.Start), fmtDur(f.End))
+		title := fmt.Sprintf("fault %d: %s, %s → %s", f.ID, name, history.FormatNs(f.Start), history.FormatNs(f.End))
 		if f.Point != "" {
 			title += " at " + f.Point
 		}
@@ -495,7 +495,7 @@ func violationShapes(m *runModel, vs *violationSpan, sc scale, mid func(int) flo
 		}
 		x0, x1 := sc.x(w.grant), sc.x(m.clip(w.end))
 		vv.Outlines = append(vv.Outlines, svgRect{X: x0 - 1.5, Y: mid(w.client) - barH/2 - 3, W: max(x1-x0, 1) + 3, H: barH + 6, Class: "violation-outline",
-			Title: fmt.Sprintf("client %d's window %s → %s", w.client, fmtDur(w.grant), fmtDur(m.clip(w.end)))})
+			Title: fmt.Sprintf("client %d's window %s → %s", w.client, history.FormatNs(w.grant), history.FormatNs(m.clip(w.end)))})
 	}
 	if vs.a != nil && vs.b != nil {
 		o0, o1 := max(vs.a.grant, vs.b.grant), min(m.clip(vs.a.end), m.clip(vs.b.end))
@@ -504,16 +504,16 @@ func violationShapes(m *runModel, vs *violationSpan, sc scale, mid func(int) flo
 			y0 := min(mid(vs.a.client), mid(vs.b.client)) - barH/2 - 3
 			y1 := max(mid(vs.a.client), mid(vs.b.client)) + barH/2 + 3
 			vv.Overlap = &svgRect{X: x0, Y: y0, W: max(x1-x0, 2), H: y1 - y0, Class: "overlap",
-				Title: "both held the lock for " + fmtDur(o1-o0)}
+				Title: "both held the lock for " + history.FormatNs(o1-o0)}
 			vv.Desc = fmt.Sprintf("client %d and client %d both held the lock for %s, from %s",
-				vs.a.client, vs.b.client, fmtDur(o1-o0), fmtDur(o0))
+				vs.a.client, vs.b.client, history.FormatNs(o1-o0), history.FormatNs(o0))
 		}
 	}
 	if vv.Desc == "" {
 		// No overlap of length to show (an illegal grant to a client that had not yet touched
 		// the resource, a lost update): the report's Cause line says what the checker found.
 		if vs.v.Cause == "" {
-			vv.Desc = fmt.Sprintf("%s at %s", vs.v.Kind, fmtDur(vs.at))
+			vv.Desc = fmt.Sprintf("%s at %s", vs.v.Kind, history.FormatNs(vs.at))
 		}
 	}
 	x := sc.x(vs.at)

@@ -22,7 +22,7 @@ func TestTimelineSmallUnsafe(t *testing.T) {
 		t.Fatalf("violation windows: clients %d and %d, want 1 and 2", vs.a.client, vs.b.client)
 	}
 	if vs.a.end != 1301*ms {
-		t.Errorf("client 1's window ends at %s, want its late write's return (1.301 s)", fmtDur(vs.a.end))
+		t.Errorf("client 1's window ends at %s, want its late write's return (1.301 s)", history.FormatNs(vs.a.end))
 	}
 	tls := buildTimelines(m, vs)
 	// The violation spans most of this short run, so the overview alone shows it, marker and all.
@@ -46,11 +46,11 @@ func TestTimelineSmallUnsafe(t *testing.T) {
 	if len(vv.Outlines) != 2 || vv.Overlap == nil {
 		t.Fatalf("want two outlines and an overlap, got %+v", vv)
 	}
-	if !strings.Contains(vv.Desc, "client 1 and client 2 both held the lock for 23.0 ms, from 1.06 s") {
+	if !strings.Contains(vv.Desc, "client 1 and client 2 both held the lock for 23 ms, from 1.06 s") {
 		t.Errorf("description = %q", vv.Desc)
 	}
 	if detail.From > 20*ms || detail.To < 1301*ms {
-		t.Errorf("detail window %s..%s does not cover both windows", fmtDur(detail.From), fmtDur(detail.To))
+		t.Errorf("detail window %s..%s does not cover both windows", history.FormatNs(detail.From), history.FormatNs(detail.To))
 	}
 	// Client 1 used its lease after it expired at 1.02 s: an expired segment on its lane.
 	if len(detail.Expired) == 0 {
@@ -116,7 +116,7 @@ func TestTimelineLargeStaysWithinBudget(t *testing.T) {
 		t.Errorf("detail view lacks the violation")
 	}
 	if detail.To-detail.From > int64(10*time.Second) {
-		t.Errorf("detail window is %s wide", fmtDur(detail.To-detail.From))
+		t.Errorf("detail window is %s wide", history.FormatNs(detail.To-detail.From))
 	}
 }
 
@@ -158,15 +158,6 @@ func TestFaultLane(t *testing.T) {
 		f := history.FaultSpan{Name: tc.e.Name, Target: tc.e.Target, FaultMeaning: tc.e.Meaning()}
 		if got := faultLane(&f); got != tc.want {
 			t.Errorf("%s on %q %+v: lane %d, want %d", tc.e.Name, tc.e.Target, tc.e.FaultMeaning, got, tc.want)
-		}
-	}
-}
-
-func TestFmtDur(t *testing.T) {
-	for in, want := range map[int64]string{0: "0 ns", 1500: "1.50 µs", 241 * ms: "241 ms", 1300 * ms: "1.30 s",
-		int64(10 * time.Minute): "10m00.0s"} {
-		if got := fmtDur(in); got != want {
-			t.Errorf("fmtDur(%d) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/harness"
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -104,10 +105,13 @@ func verdictLine(r *checker.Result, report string) string {
 		line += fmt.Sprintf(" (%s class)", *r.ViolationClass)
 	}
 	if r.TTDMs != nil {
-		line += fmt.Sprintf(" at %s", fmtMs(*r.TTDMs))
+		line += fmt.Sprintf(" at %s", history.FormatMs(*r.TTDMs))
 	}
 	if r.DecidedBy != "" {
 		line += " — " + r.DecidedBy
+	}
+	if r.Stopped != "" {
+		line += "; stopped once found (--full runs the whole time)"
 	}
 	line += fmt.Sprintf("; seed %d — %s", r.Seed, report)
 	if r.Expected != nil && r.Matches != nil {
@@ -118,13 +122,6 @@ func verdictLine(r *checker.Result, report string) string {
 		}
 	}
 	return line
-}
-
-func fmtMs(ms float64) string {
-	if ms >= 1000 {
-		return fmt.Sprintf("%.2f s", ms/1000)
-	}
-	return fmt.Sprintf("%.0f ms", ms)
 }
 
 func verdictCode(v checker.Verdict) int {

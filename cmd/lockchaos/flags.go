@@ -29,6 +29,7 @@ type common struct {
 	scenarioFile  string
 	clusterFile   string
 	redisImage    string
+	full          bool
 	zkImage       string
 }
 
@@ -72,6 +73,7 @@ func newFlags(name string, c *common) *flag.FlagSet {
 	fs.StringVar(&c.proxy, "proxy", harness.ProxyAuto, "auto, always or never: toxiproxy on client links")
 	fs.StringVar(&c.out, "out", defaultOut, "output directory")
 	fs.BoolVar(&c.quiet, "quiet", false, "print only the verdict lines")
+	fs.BoolVar(&c.full, "full", false, "run every cell for its full time (by default a cell stops once a violation is found)")
 	fs.BoolVar(&c.json, "json", false, "print results as JSON")
 	fs.StringVar(&c.scenarioFile, "scenario-file", "", "YAML file of extra scenarios")
 	fs.StringVar(&c.clusterFile, "cluster", "", "--backend external: YAML cluster file of the servers and their fault controls (docs/external.md)")
@@ -153,6 +155,6 @@ func (c *common) validate() error {
 func (c *common) options() runner.Options {
 	o := runner.Options{Out: c.out, Backend: c.backend, Proxies: c.proxy, Seed: c.seed,
 		Duration: c.duration, Clients: c.clients, TTL: c.ttl, Version: version,
-		RedisImage: c.redisImage, ZooKeeperImage: c.zkImage, ClusterFile: c.clusterFile}
+		RedisImage: c.redisImage, ZooKeeperImage: c.zkImage, ClusterFile: c.clusterFile, Full: c.full}
 	return o
 }

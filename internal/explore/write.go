@@ -26,12 +26,7 @@ var pageSource string
 
 var page = template.Must(template.New("explore").Funcs(template.FuncMap{
 	"dash": orDash,
-	"ttd": func(p *float64) string {
-		if p == nil {
-			return "–"
-		}
-		return fmt.Sprintf("%.0f ms", *p)
-	},
+	"ttd":  fmtTTD,
 }).Parse(pageSource))
 
 // write writes explore.json, explore-scenarios.yaml and explore.html, each whole or not at all.
@@ -132,11 +127,12 @@ func (r *Report) rows() []row {
 	return out
 }
 
+// fmtTTD prints a time to detection, "–" for none.
 func fmtTTD(p *float64) string {
 	if p == nil {
-		return "-"
+		return "–"
 	}
-	return fmt.Sprintf("%.0fms", *p)
+	return history.FormatMs(*p)
 }
 
 // WriteTable prints the report as a table: point, fault, verdict, class, minimum, TTD, report and

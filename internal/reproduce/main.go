@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/benchmd"
 	"github.com/lockchaos/lockchaos/internal/runner"
 	"github.com/lockchaos/lockchaos/reports"
@@ -324,7 +325,7 @@ func fmtMs(v float64) string {
 	if v < 0 {
 		return "—"
 	}
-	return fmt.Sprintf("%.0f ms", v)
+	return history.FormatMs(v)
 }
 
 func verdictOf(rc reports.Cell) string {

@@ -61,7 +61,7 @@ func TestMergeTable(t *testing.T) {
 	var b strings.Builder
 	writeTargets(&b, got)
 	if !strings.Contains(b.String(), "real cells reproduced with evidence ok: 2 of 2") ||
-		!strings.Contains(b.String(), "| token-plain-del | 3/3 | 1424 ms |") {
+		!strings.Contains(b.String(), "| token-plain-del | 3/3 | 1.42 s |") {
 		t.Fatalf("targets:\n%s", b.String())
 	}
 }

@@ -39,6 +39,9 @@ type Options struct {
 	ClusterFile string
 	// RedisImage and ZooKeeperImage are the docker backend's images.
 	RedisImage, ZooKeeperImage string
+	// Full runs every cell for its scenario's full time. By default a cell stops once a
+	// violation is found (its history's stop line says so): the verdict can no longer change.
+	Full bool
 }
 
 // Dir returns the run directory of a cell: OUT/<scenario>/<algorithm>[/<run>].
@@ -71,6 +74,9 @@ func Config(c scenarios.Cell, o Options, run int) harness.Config {
 		// A fenced algorithm is run as it is meant to be used: the resource checks its fences
 		// (except the fence-unchecked mutant's, whose point is that nobody checks them).
 		cfg.Fencing = true
+	}
+	if !o.Full {
+		cfg.Decide = stopWhenUnsafe
 	}
 	if o.Duration > 0 {
 		cfg.Duration = o.Duration
@@ -117,7 +123,26 @@ func command(c scenarios.Cell, o Options, seed int64) string {
 	if o.TTL > 0 {
 		args = append(args, "--ttl", o.TTL.String())
 	}
+	if o.Full {
+		args = append(args, "--full")
+	}
 	return strings.Join(args, " ")
+}
+
+// decideTimeout bounds each porcupine check of a history so far: the fault phase waits for it.
+const decideTimeout = 500 * time.Millisecond
+
+// stopWhenUnsafe is a run's harness.Config.Decide: the history so far is checked as a whole run
+// is, and a violation ends the run early. Only unsafe stops a run: a violation in a prefix is a
+// violation of the whole history (operations still under way count as unknown outcomes), while
+// safe, stuck or unknown may yet change.
+func stopWhenUnsafe(h *history.History) string {
+	out := checker.CheckHistory(h, checker.Options{Timeout: decideTimeout})
+	r := &out.Result
+	if r.Verdict != checker.Unsafe || r.TTDMs == nil || r.FirstViolation == nil {
+		return ""
+	}
+	return fmt.Sprintf("unsafe: a %s violation at %s, found while the run went on", r.FirstViolation.Kind, history.FormatMs(*r.TTDMs))
 }
 
 // RunCell runs, checks and reports one cell. The error is a harness error (the run could not be
