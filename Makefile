@@ -49,8 +49,8 @@ test: deps images clients vet build ## install what the tests need, run every te
 	$(BIN) selftest --parallel 2 --out $(OUT)/selftest
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 
-test-short: ## unit tests only (no servers)
-	$(GO) test -short -count=1 ./...
+test-short: ## unit tests only: no server starts (LOCKCHAOS_NO_SERVERS=1 makes every cluster refuse)
+	LOCKCHAOS_NO_SERVERS=1 $(GO) test -short -count=1 ./...
 
 run: deps build ## the main job: the default scenario matrix on the local backend, writing out/index.html
 	$(BIN) matrix --out $(OUT) --parallel 4

@@ -9,11 +9,12 @@ import (
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/servertest"
 )
 
 func TestEtcd(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.Etcd, Nodes: 3, Clients: 3, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.Etcd, Nodes: 3, Clients: 3, Proxies: true})
 	ctx := context.Background()
 
 	t.Run("handover", func(t *testing.T) {

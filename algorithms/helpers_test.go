@@ -12,33 +12,8 @@ import (
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/cluster"
-	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/redis/go-redis/v9"
 )
-
-// startCluster starts spec and closes it when the test ends. A missing server binary skips the
-// test unless LOCKCHAOS_REQUIRE_SERVERS=1, where it fails.
-func startCluster(t *testing.T, spec cluster.Spec) cluster.Cluster {
-	t.Helper()
-	if spec.Dir == "" {
-		spec.Dir = t.TempDir()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	c, err := cluster.Start(ctx, spec)
-	if errors.Is(err, cluster.ErrMissingBinary) {
-		testenv.MissingServer(t, err)
-	}
-	if err != nil {
-		t.Fatalf("cluster.Start(%s): %v", spec.Topology, err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("cluster Close: %v", err)
-		}
-	})
-	return c
-}
 
 // opts tunes one test client.
 type opts struct {

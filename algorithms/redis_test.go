@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/servertest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -55,7 +56,7 @@ func serverLease(alg string, r *redis.Client, key string, ttl time.Duration) fun
 
 func TestRedisSingle(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 8, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 8, Proxies: true})
 	r := direct(t, c, 0)
 	ctx := context.Background()
 	const ttl = 5 * time.Second
@@ -228,7 +229,7 @@ func testPoints(t *testing.T, c cluster.Cluster, r *redis.Client, alg string) {
 
 func TestRedisSentinel(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSentinel, Clients: 2, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSentinel, Clients: 2, Proxies: true})
 	r := master(t, c)
 	const ttl = 5 * time.Second
 	for _, alg := range singleRedis {
@@ -243,7 +244,7 @@ func TestRedisSentinel(t *testing.T) {
 
 func TestRedlock(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisMulti, Nodes: 5, Clients: 4, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisMulti, Nodes: 5, Clients: 4, Proxies: true})
 	ctx := context.Background()
 	nodes := make([]*redis.Client, 5)
 	for i := range nodes {

@@ -8,11 +8,12 @@ import (
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/servertest"
 )
 
 func TestRedsync(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisMulti, Nodes: 3, Clients: 3, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisMulti, Nodes: 3, Clients: 3, Proxies: true})
 	ctx := context.Background()
 	const ttl = 5 * time.Second
 

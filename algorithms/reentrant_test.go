@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/servertest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -172,7 +173,7 @@ func TestReentrantRedis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs redis-server")
 	}
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2})
 	r := direct(t, c, 0)
 	a := newLocker(t, c, "token+reentrant", 1, "reentrant", opts{ttl: 5 * time.Second})
 	b := newLocker(t, c, "token+reentrant", 2, "reentrant", opts{ttl: 5 * time.Second})

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/servertest"
 	"github.com/redis/go-redis/v9"
 )
 
 // TestSetnxExpireCrashBetweenCommands: a client that dies between SETNX and EXPIRE (seed 002,
 // problem 1) leaves the key with no TTL on the server, so no other client can ever take the lock.
 func TestSetnxExpireCrashBetweenCommands(t *testing.T) {
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
 	crash := errors.New("crashed")
 	a := newLocker(t, c, "setnx-expire", 1, "crash", opts{ttl: 300 * time.Millisecond,
 		point: func(_ context.Context, name string) error {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/servertest"
 )
 
 // acquireRelease takes the lock once and gives it back, returning its fence.
@@ -38,7 +39,7 @@ func increasing(t *testing.T, n int, ls ...algorithms.Locker) []uint64 {
 
 func TestTokenFence(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 3, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 3, Proxies: true})
 	r := master(t, c)
 	const ttl = 5 * time.Second
 
@@ -91,7 +92,7 @@ func TestTokenFence(t *testing.T) {
 // the lock key, so a replica promoted after replication was cut hands out numbers again.
 func TestTokenFenceFailover(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSentinel, Clients: 2, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSentinel, Clients: 2, Proxies: true})
 	ctx := context.Background()
 	const ttl = 20 * time.Second // longer than the failover: A still holds when B is granted
 	a := newLocker(t, c, "token+fence", 1, "failover", opts{ttl: ttl})

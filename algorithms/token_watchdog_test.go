@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/servertest"
 )
 
 // cut black-holes client cl's link to every node (toxiproxy timeout 0 on both streams, as the
@@ -57,7 +58,7 @@ func validator(t *testing.T, l algorithms.Locker) algorithms.Validator {
 // the key can expire and another client be granted. The blind mutant keeps believing.
 func TestTokenWatchdog(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 3, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 3, Proxies: true})
 	r := master(t, c)
 	const ttl = 300 * time.Millisecond
 	ctx := context.Background()

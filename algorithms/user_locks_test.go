@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/servertest"
 )
 
 // The point-free user locks (user_token.go, user_redlock.go, user_zookeeper.go): each acquires,
@@ -110,7 +111,7 @@ func userDrift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millis
 
 func TestUserToken(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 4, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 4, Proxies: true})
 	r := direct(t, c, 0)
 	ctx := context.Background()
 
@@ -293,7 +294,7 @@ func TestUserToken(t *testing.T) {
 
 func TestUserTokenSentinel(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSentinel, Clients: 2, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSentinel, Clients: 2, Proxies: true})
 	for _, alg := range []string{"user-token", "user-token-renew"} {
 		t.Run(alg, func(t *testing.T) {
 			a := newUser(t, c, alg, 1, "sentinel-"+alg, 5*time.Second, 0, false)
@@ -305,7 +306,7 @@ func TestUserTokenSentinel(t *testing.T) {
 
 func TestUserRedlock(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisMulti, Nodes: 5, Clients: 4, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisMulti, Nodes: 5, Clients: 4, Proxies: true})
 	ctx := context.Background()
 
 	t.Run("handover", func(t *testing.T) {
@@ -387,7 +388,7 @@ func TestUserRedlock(t *testing.T) {
 
 func TestUserZooKeeper(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.ZooKeeper, Nodes: 1, Clients: 4, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.ZooKeeper, Nodes: 1, Clients: 4, Proxies: true})
 	ctx := context.Background()
 	const session = time.Second
 

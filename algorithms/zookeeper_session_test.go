@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/servertest"
 )
 
 // TestZooKeeperSessionValid: the recipe's Valid stays true while the holder is cut off (it cannot
@@ -13,7 +14,7 @@ import (
 // its session expired. zookeeper-ignore-session keeps saying true.
 func TestZooKeeperSessionValid(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.ZooKeeper, Nodes: 1, Clients: 3, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.ZooKeeper, Nodes: 1, Clients: 3, Proxies: true})
 	const session = time.Second
 	for i, alg := range []string{"zookeeper", "zookeeper-ignore-session"} {
 		t.Run(alg, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	dc "github.com/ory/dockertest/v3/docker"
 	"github.com/redis/go-redis/v9"
 )
@@ -27,12 +28,10 @@ const (
 // LOCKCHAOS_REQUIRE_DOCKER=1, where that is a failure.
 func needDocker(t *testing.T, images ...string) {
 	t.Helper()
+	testenv.Servers(t)
 	fail := func(err error) {
 		t.Helper()
-		if os.Getenv("LOCKCHAOS_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("LOCKCHAOS_REQUIRE_DOCKER=1 but: %v", err)
-		}
-		t.Skipf("skip: %v", err)
+		testenv.Missing(t, testenv.RequireDocker, err.Error())
 	}
 	pool, err := dockerPool(context.Background())
 	if err != nil {

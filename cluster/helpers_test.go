@@ -19,6 +19,7 @@ import (
 // them with LOCKCHAOS_REQUIRE_SERVERS=1, where a missing server is a failure.
 func needServers(t *testing.T, topology string) {
 	t.Helper()
+	testenv.Servers(t)
 	if err := checkBinaries(topology); err != nil {
 		testenv.MissingServer(t, err)
 	}

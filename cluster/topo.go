@@ -5,8 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 )
+
+// NoServers, set to 1 in the environment, makes Start refuse to start any server (local processes,
+// docker containers), as if none were installed (an ErrMissingBinary): `make test-short` sets it,
+// so its tests — unit tests only — provably start none.
+const NoServers = "LOCKCHAOS_NO_SERVERS"
 
 // Start validates spec and starts the cluster it describes. Errors wrap ErrBadSpec or
 // ErrMissingBinary when the fix is on the caller's side. On error nothing is left running and the
@@ -18,18 +24,25 @@ func Start(ctx context.Context, spec Spec) (Cluster, error) {
 	}
 	var open func(ctx context.Context) (backend, error) // one backend per attempt
 	where := ""
+	off := fmt.Errorf("%w: servers are off (%s=1, as make test-short sets)", ErrMissingBinary, NoServers)
 	switch spec.Backend {
 	case Local:
 		if err := checkBinaries(spec.Topology); err != nil {
 			return nil, err
 		}
+		if os.Getenv(NoServers) == "1" {
+			return nil, off
+		}
 		open = func(context.Context) (backend, error) { return newLocal(spec) }
 	case Docker:
+		if os.Getenv(NoServers) == "1" {
+			return nil, off
+		}
 		if spec, open, err = prepareDocker(ctx, spec); err != nil {
 			return nil, err
 		}
 		where = " on docker"
-	case External:
+	case External: // starts nothing: the servers are someone else's
 		if spec, open, err = prepareExternal(ctx, spec); err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/servertest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,7 +34,7 @@ func pointAsync(ctx context.Context, n *faults.Nemesis, c int, name string) <-ch
 // black-holes that client's links meanwhile (not the other client's), and restores them.
 func TestClientPause(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
 	env := &testEnv{c: c, clients: 2}
 	ctx := ctxT(t, 30*time.Second)
 	const pause = 1500 * time.Millisecond
@@ -85,7 +86,7 @@ func TestClientPause(t *testing.T) {
 // (the client died for good), though HealAll restores its links for the servers' sake.
 func TestClientCrash(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
 	env := &testEnv{c: c, clients: 2}
 	ctx := ctxT(t, 30*time.Second)
 	rc1 := rclient(t, proxied(t, c, 1, 0), 300*time.Millisecond)
@@ -138,7 +139,7 @@ func TestClientCrash(t *testing.T) {
 // heals, whether it heals by its own For or by HealAll.
 func TestClockSkew(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 3, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 3, Proxies: true})
 	ctx := ctxT(t, 30*time.Second)
 
 	t.Run("point until HealAll", func(t *testing.T) {
@@ -172,7 +173,7 @@ func TestClockSkew(t *testing.T) {
 // least the amount (other clients are not slowed), until heal.
 func TestSlowRelease(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
 	env := &testEnv{c: c, clients: 2}
 	ctx := ctxT(t, 30*time.Second)
 	const amount = 400 * time.Millisecond

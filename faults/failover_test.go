@@ -8,6 +8,7 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/servertest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -16,7 +17,7 @@ import (
 // which does not have the write — the lost lock of the seed articles.
 func TestFailover(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSentinel, Clients: 1, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSentinel, Clients: 1, Proxies: true})
 	env := &testEnv{c: c, clients: 1}
 	ctx := ctxT(t, 45*time.Second)
 	if m, err := c.Master(ctx); err != nil || m != "redis-1" {

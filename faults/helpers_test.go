@@ -13,35 +13,8 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/redis/go-redis/v9"
 )
-
-// startCluster starts spec and closes it when the test ends. A missing server binary skips the
-// test unless LOCKCHAOS_REQUIRE_SERVERS=1, where it fails.
-func startCluster(t *testing.T, spec cluster.Spec) cluster.Cluster {
-	t.Helper()
-	if spec.Dir == "" {
-		spec.Dir = t.TempDir()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	t0 := time.Now()
-	c, err := cluster.Start(ctx, spec)
-	if errors.Is(err, cluster.ErrMissingBinary) {
-		testenv.MissingServer(t, err)
-	}
-	if err != nil {
-		t.Fatalf("cluster.Start(%s): %v", spec.Topology, err)
-	}
-	t.Logf("%s started in %v", spec.Topology, time.Since(t0).Round(time.Millisecond))
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("cluster Close: %v", err)
-		}
-	})
-	return c
-}
 
 // clockCall is one SetClock call the nemesis made.
 type clockCall struct {

@@ -11,13 +11,14 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/servertest"
 )
 
 // TestTimedSchedule shows that timed faults fire near At, repeat by Every up to Times, and heal
 // near At+For, in order. Bounds are coarse: this is a loaded machine.
 func TestTimedSchedule(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
 	env := &testEnv{c: c, clients: 2}
 	const at, dur = 500 * time.Millisecond, 700 * time.Millisecond
 	specs := []faults.Spec{
@@ -90,7 +91,7 @@ func TestTimedSchedule(t *testing.T) {
 // client (Client), after Skip occurrences, at most Times times.
 func TestPointSelection(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 3, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 3, Proxies: true})
 	env := &testEnv{c: c, clients: 3}
 	ctx := ctxT(t, 10*time.Second)
 	n, rec := newNemesis(t, env, []faults.Spec{
@@ -168,7 +169,7 @@ func TestPlanDeterministic(t *testing.T) {
 // 5-node cluster: the same seed picks the same targets, different seeds spread over them.
 func TestRandomSelectorsFollowTheSeed(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisMulti, Nodes: 5, Clients: 3, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisMulti, Nodes: 5, Clients: 3, Proxies: true})
 	env := &testEnv{c: c, clients: 3}
 	target := func(seed int64) string {
 		n, rec := startNemesis(t, env, []faults.Spec{{Kind: "latency", Clients: "random", Nodes: "random", Amount: ms(time.Millisecond)}}, seed)
@@ -198,9 +199,9 @@ func TestRandomSelectorsFollowTheSeed(t *testing.T) {
 // the next fault at the same point still fires).
 func TestFailedFaultsAreRecorded(t *testing.T) {
 	t.Parallel()
-	proxied := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
-	direct := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2})
-	closed := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2})
+	proxied := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
+	direct := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2})
+	closed := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2})
 	if err := closed.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -16,13 +16,14 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/internal/servertest"
 )
 
 // TestLatency measures the fault where it acts: PINGs through client 1's proxy get slower by about
 // the amount while it lasts (client 2's do not), and are fast again after heal. Not parallel: it
 // measures time.
 func TestLatency(t *testing.T) {
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
 	env := &testEnv{c: c, clients: 2}
 	ctx := ctxT(t, 30*time.Second)
 	const amount = 150 * time.Millisecond
@@ -61,7 +62,7 @@ func TestLatency(t *testing.T) {
 // partition-oneway holds only the stream it is given. Client 2's link is untouched throughout.
 func TestPartition(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
 	env := &testEnv{c: c, clients: 2}
 	ctx := ctxT(t, 60*time.Second)
 	direct := rclient(t, nodeAddr(t, c, "redis-1"), 2*time.Second)
@@ -124,7 +125,7 @@ func TestPartition(t *testing.T) {
 // before the close delivered at the heal, as the kernel delivers them (DESIGN.md §4).
 func TestPartitionClosedSender(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 1, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 1, Proxies: true})
 	env := &testEnv{c: c, clients: 1}
 	ctx := ctxT(t, 30*time.Second)
 	direct := rclient(t, nodeAddr(t, c, "redis-1"), 2*time.Second)
@@ -152,7 +153,7 @@ func TestPartitionClosedSender(t *testing.T) {
 // it never executes.
 func TestPartitionZooKeeper(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.ZooKeeper, Nodes: 1, Clients: 2, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.ZooKeeper, Nodes: 1, Clients: 2, Proxies: true})
 	env := &testEnv{c: c, clients: 2}
 	direct := zkConn(t, nodeAddr(t, c, "zk-1"))
 	for _, tc := range []struct {
@@ -200,7 +201,7 @@ func TestPartitionZooKeeper(t *testing.T) {
 // brings it back on the same address.
 func TestRefuse(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
 	env := &testEnv{c: c, clients: 2}
 	ctx := ctxT(t, 30*time.Second)
 	addr := proxied(t, c, 1, 0)

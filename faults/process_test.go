@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/internal/servertest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -14,7 +15,7 @@ import (
 // and that its end line is written at once: a kill is not healed.
 func TestKill(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 1, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 1, Proxies: true})
 	env := &testEnv{c: c, clients: 1}
 	ctx := ctxT(t, 30*time.Second)
 	direct := rclient(t, nodeAddr(t, c, "redis-1"), time.Second)
@@ -37,7 +38,7 @@ func TestKill(t *testing.T) {
 // for For, during which it does not answer.
 func TestRestart(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 1, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 1, Proxies: true})
 	env := &testEnv{c: c, clients: 1}
 	ctx := ctxT(t, 30*time.Second)
 
@@ -75,7 +76,7 @@ func TestRestart(t *testing.T) {
 // which it answers and still has its data (a pause is not a crash).
 func TestPauseServer(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 1, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 1, Proxies: true})
 	env := &testEnv{c: c, clients: 1}
 	ctx := ctxT(t, 30*time.Second)
 	rc := rclient(t, proxied(t, c, 1, 0), 400*time.Millisecond)
@@ -99,7 +100,7 @@ func TestPauseServer(t *testing.T) {
 // TTL is within the jump expires, and a key without TTL is untouched.
 func TestClockJump(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 1, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 1, Proxies: true})
 	env := &testEnv{c: c, clients: 1}
 	ctx := ctxT(t, 30*time.Second)
 	const jump = 3 * time.Second
@@ -142,7 +143,7 @@ func TestClockJump(t *testing.T) {
 // fault fires: the kill's line names the leader of that moment, and the other two elect a new one.
 func TestKillLeaderOnZooKeeper(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.ZooKeeper, Nodes: 3, Clients: 1, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.ZooKeeper, Nodes: 3, Clients: 1, Proxies: true})
 	env := &testEnv{c: c, clients: 1}
 	ctx := ctxT(t, 40*time.Second)
 	leader, err := c.Leader(ctx)

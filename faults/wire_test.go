@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/internal/servertest"
 )
 
 // TestWireHold shows a fault acting at one command on the wire, on a real redis-server (DESIGN.md
@@ -16,7 +17,7 @@ import (
 // names the command it held.
 func TestWireHold(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true, Wire: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true, Wire: true})
 	env := &testEnv{c: c, clients: 2}
 	ctx := ctxT(t, 30*time.Second)
 	direct := rclient(t, nodeAddr(t, c, "redis-1"), 2*time.Second)
@@ -76,7 +77,7 @@ func TestWireHold(t *testing.T) {
 // succeeds after the client reached its point, not at earlier ones, and holds it for its amount.
 func TestWireArmedByPoint(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 1, Proxies: true, Wire: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 1, Proxies: true, Wire: true})
 	env := &testEnv{c: c, clients: 1}
 	ctx := ctxT(t, 30*time.Second)
 	rc := rclient(t, proxied(t, c, 1, 0), 5*time.Second)
@@ -118,7 +119,7 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 // when nobody does.
 func TestUntil(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2})
 	env := &testEnv{c: c, clients: 2}
 	n, _ := startNemesis(t, env, []faults.Spec{{Kind: "client-stall", Point: "cs:acquired", Times: 2, For: ms(2 * time.Second),
 		Until: "cs:before-read"}}, 1)

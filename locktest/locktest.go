@@ -58,7 +58,6 @@ package locktest
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -72,6 +71,7 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/runner"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/reports"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -314,8 +314,8 @@ func judge(cell scenarios.Cell, out string, do func() (reports.Cell, error)) res
 	}
 	switch {
 	case errors.Is(err, cluster.ErrMissingBinary):
-		if os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") == "1" {
-			return result{fail: fmt.Sprintf("LOCKCHAOS_REQUIRE_SERVERS=1 but: %v", err)}
+		if testenv.Required(testenv.RequireServers) {
+			return result{fail: fmt.Sprintf("%s=1 but: %v", testenv.RequireServers, err)}
 		}
 		return result{skip: err.Error(), missing: true}
 	case errors.Is(err, ErrUnsupported):

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/internal/exttest"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // TestExternalBadInput: a wrong cluster file, an unreachable node or toxiproxy API, or a fault
@@ -52,7 +53,7 @@ func TestExternalBadInput(t *testing.T) {
 		{"doctor: unknown kind", []string{"doctor", "--cluster", unknownKind}, "unknown kind"},
 	}
 	// An unreachable toxiproxy API next to a live node.
-	if _, err := exec.LookPath("redis-server"); err == nil || os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") == "1" {
+	if _, err := exec.LookPath("redis-server"); !testing.Short() && (err == nil || testenv.Required(testenv.RequireServers)) {
 		r := exttest.StartRedis(t)
 		deadAPI := write("deadapi.yaml", fmt.Sprintf("nodes:\n  - {name: redis-1, kind: redis, address: %q, toxiproxy: %q}\n", r.Addr, dead))
 		cases = append(cases, tc{"unreachable toxiproxy", []string{"run", "--algorithm", "token", "--scenario", "partition", "--backend", "external", "--cluster", deadAPI}, "toxiproxy at " + dead + " is unreachable"})

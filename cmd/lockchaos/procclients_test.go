@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // testdata returns the absolute path of a misbehaving client script.
@@ -24,10 +26,7 @@ func testdata(t *testing.T, name string) string {
 func skipWithoutProcessClient(t *testing.T, code int, stderr string) {
 	t.Helper()
 	if code == exitUsage && strings.Contains(stderr, "cannot run here") {
-		if os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") == "1" {
-			t.Fatalf("process client missing: %s", stderr)
-		}
-		t.Skipf("process client missing: %s", stderr)
+		testenv.Missing(t, testenv.RequireServers, "process client missing: "+stderr)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // Start starts headless chromium for a test, or skips (fails when LOCKCHAOS_REQUIRE_BROWSER=1,
@@ -30,10 +31,7 @@ func Start(tb testing.TB) (context.Context, *Console) {
 	}
 	if path == "" {
 		msg := "no chromium found (apt-get install chromium, or set LOCKCHAOS_CHROMIUM)"
-		if os.Getenv("LOCKCHAOS_REQUIRE_BROWSER") == "1" {
-			tb.Fatal(msg + "; LOCKCHAOS_REQUIRE_BROWSER=1 makes this a failure")
-		}
-		tb.Skip(msg)
+		testenv.Missing(tb, testenv.RequireBrowser, msg)
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),

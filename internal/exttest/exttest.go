@@ -21,6 +21,7 @@ import (
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // need skips the test when what is missing is not there, unless LOCKCHAOS_REQUIRE_SERVERS=1 asks
@@ -30,10 +31,7 @@ func need(t testing.TB, err error) {
 	if err == nil {
 		return
 	}
-	if os.Getenv("LOCKCHAOS_REQUIRE_SERVERS") == "1" {
-		t.Fatalf("LOCKCHAOS_REQUIRE_SERVERS=1 but: %v", err)
-	}
-	t.Skipf("skip: %v", err)
+	testenv.Missing(t, testenv.RequireServers, err.Error())
 }
 
 var buildOnce struct {
@@ -86,6 +84,7 @@ func FreePort(t testing.TB) int {
 // when the test ends.
 func Toxiproxy(t testing.TB) string {
 	t.Helper()
+	testenv.Servers(t)
 	bin := ToxiproxyBinary(t)
 	port := FreePort(t)
 	cmd := exec.Command(bin, "-host", "127.0.0.1", "-port", strconv.Itoa(port))
@@ -133,6 +132,7 @@ type Redis struct {
 // empty); it is killed when the test ends.
 func StartRedis(t testing.TB) *Redis {
 	t.Helper()
+	testenv.Servers(t)
 	bin, err := exec.LookPath("redis-server")
 	need(t, err)
 	dir := t.TempDir()
@@ -244,6 +244,7 @@ func StartEtcd(t testing.TB) string { return StartLocal(t, cluster.Etcd)[0].Addr
 // know the master as "lockchaos".
 func StartLocal(t testing.TB, topology string) []cluster.Node {
 	t.Helper()
+	testenv.Servers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	nodes := 1

@@ -3,12 +3,12 @@ package runner_test
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/internal/runner"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -41,8 +41,8 @@ func TestDockerMatchesLocal(t *testing.T) {
 				rc, _, err := runner.RunCell(ctx, cell, runner.Options{Out: out, Seed: int64(attempt),
 					Backend: cluster.Docker, RedisImage: "lockchaos/redis", ZooKeeperImage: "lockchaos/zookeeper"}, attempt)
 				cancel()
-				if errors.Is(err, cluster.ErrMissingBinary) && os.Getenv("LOCKCHAOS_REQUIRE_DOCKER") != "1" {
-					t.Skipf("skip: %v (run make images; CI sets LOCKCHAOS_REQUIRE_DOCKER=1)", err)
+				if errors.Is(err, cluster.ErrMissingBinary) {
+					testenv.Missing(t, testenv.RequireDocker, err.Error()+" (run make images)")
 				}
 				if err != nil {
 					t.Fatalf("run on docker: %v", err)

@@ -9,11 +9,41 @@ import (
 	"testing"
 )
 
-// RequireServers is the variable that makes a missing server a failure instead of a skip
-// (`make test` sets it, so CI never passes by skipping).
-const RequireServers = "LOCKCHAOS_REQUIRE_SERVERS"
+// The test environment's switches, all read here. `make test` sets the three Require variables,
+// so CI never passes by skipping; `make test-short` sets cluster.NoServers (LOCKCHAOS_NO_SERVERS),
+// which makes cluster.Start refuse, so no server-backed test can start one.
+const (
+	// RequireServers makes a missing server (redis-server, ZooKeeper, etcd, ...) a failure.
+	RequireServers = "LOCKCHAOS_REQUIRE_SERVERS"
+	// RequireDocker makes a missing Docker engine or image a failure.
+	RequireDocker = "LOCKCHAOS_REQUIRE_DOCKER"
+	// RequireBrowser makes a missing headless Chromium a failure.
+	RequireBrowser = "LOCKCHAOS_REQUIRE_BROWSER"
+)
+
+// Required reports whether the switch (RequireServers, RequireDocker or RequireBrowser) is on.
+func Required(name string) bool { return os.Getenv(name) == "1" }
+
+// Missing is what a test does when something it needs is not there (why): it skips, or fails
+// when the switch that requires it is on.
+func Missing(t testing.TB, name string, why string) {
+	t.Helper()
+	if Required(name) {
+		t.Fatalf("%s=1 but: %s", name, why)
+	}
+	t.Skipf("skip: %s (%s=1 makes this a failure)", why, name)
+}
 
 var once sync.Once
+
+// Servers skips, under -short, a test that starts servers itself (make test-short starts none;
+// there cluster.Start refuses, and a test that missed this call fails, naming itself).
+func Servers(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts servers: not under -short (make test runs it)")
+	}
+}
 
 // MissingServer is what a test does when the server it runs against is not installed (err, a
 // cluster.ErrMissingBinary): it skips, unless LOCKCHAOS_REQUIRE_SERVERS is 1, where it fails. The
@@ -21,7 +51,7 @@ var once sync.Once
 // and how to run them. (testenv imports nothing of the project, so every package's tests can use it.)
 func MissingServer(t testing.TB, err error) {
 	t.Helper()
-	if os.Getenv(RequireServers) == "1" {
+	if Required(RequireServers) {
 		t.Fatalf("%s=1 but: %v", RequireServers, err)
 	}
 	once.Do(func() { notify(Notice(err)) })
