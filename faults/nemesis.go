@@ -44,7 +44,7 @@ type Nemesis struct {
 	mu      sync.Mutex
 	healing map[int64]Heal // lasting faults not yet healed, by occurrence id
 	stopped bool
-	early   bool // the run stopped once decided (StopEarly)
+	early   bool          // the run stopped once decided (StopEarly)
 	stop    chan struct{} // closed by HealAll: lasting faults stop waiting for their For
 	unwatch []func()      // the wire rules' watchers (wire.go), removed by HealAll
 	untils  []*untilWait  // blocking faults waiting for another client's point (Spec.Until)
