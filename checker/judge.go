@@ -70,7 +70,7 @@ func newResult(h *history.Run, f *facts) Result {
 	res.WritesOk, res.WritesRejected = c.WritesOk, c.WritesRejected
 	res.WritesInWindow, res.GrantsInWindow = c.WritesInWindow, c.GrantsInWindow
 	res.Evidence = f.r.evidence(&res, h.Unfired, f.granted)
-	decide(&res, f.vs, f.stuck, f.timedOut, h.Abort, h.Stop)
+	decide(&res, f.vs, f.stuck, f.timedOut, h.Abort, h.Stop, h.StopVerdict)
 	return res
 }
 
@@ -78,9 +78,9 @@ func newResult(h *history.Run, f *facts) Result {
 // order, stuck the stall that makes the run stuck (nil if none), timedOut the warning of a
 // porcupine check that ran out of time ("" if none), abort why the run ended before its time
 // ("" if it ran its course: a run cut short proves no safety, and its stall was cut short too),
-// stop why it stopped once decided unsafe ("" if it ran its full time). res.Evidence is the
-// evidence line.
-func decide(res *Result, vs []Violation, stuck *Violation, timedOut, abort, stop string) {
+// stop why it stopped once decided ("" if it ran its full time) and stopVerdict with which
+// verdict. res.Evidence is the evidence line.
+func decide(res *Result, vs []Violation, stuck *Violation, timedOut, abort, stop, stopVerdict string) {
 	evidence := res.Evidence
 	ended := ""
 	switch {
@@ -92,7 +92,7 @@ func decide(res *Result, vs []Violation, stuck *Violation, timedOut, abort, stop
 		res.ViolationClass = &c
 		res.Evidence = EvidenceOK // the violation is its own evidence
 		res.Stopped = stop
-	case stop != "":
+	case stop != "" && stopVerdict != string(Safe):
 		// The run stopped on a violation its whole history does not show: a defect of the
 		// early stop (a prefix that was not what it seemed). It proves nothing either way.
 		res.Verdict = Unknown
@@ -129,6 +129,9 @@ func decide(res *Result, vs []Violation, stuck *Violation, timedOut, abort, stop
 	if res.Expected != nil {
 		m := Matches(res, *res.Expected)
 		res.Matches = &m
+	}
+	if stopVerdict == string(Safe) {
+		res.Stopped = stop // judged whole, as any run: what followed the stop could still show
 	}
 	res.DecidedBy = decidedBy(res, vs)
 	if ended != "" {

@@ -133,7 +133,7 @@ func (m *merger) finish(h *history.Run, began time.Time) (*history.Run, *Outcome
 	out.Analysis = Analysis{Holds: f.r.holds(f.ws), Leases: f.r.leases(), Violations: vs, Danger: r.danger}
 	res.CheckerMs = ms(int64(time.Since(began)))
 
-	drawn := &history.Run{Meta: h.Meta, Ops: f.r.ops, Faults: h.Faults, Unfired: h.Unfired, End: h.End, Warnings: h.Warnings, Abort: h.Abort, Stop: h.Stop}
+	drawn := &history.Run{Meta: h.Meta, Ops: f.r.ops, Faults: h.Faults, Unfired: h.Unfired, End: h.End, Warnings: h.Warnings, Abort: h.Abort, Stop: h.Stop, StopVerdict: h.StopVerdict}
 	if m.n > 1 {
 		what := "first"
 		if f != m.first {

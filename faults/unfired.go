@@ -32,7 +32,7 @@ func (n *Nemesis) Unfired() []Unfired {
 		}
 		reason := r.reason(seen, lastErr)
 		if early && lastErr == "" {
-			reason = "the run stopped once a violation was found, before it fired (" + reason + ")"
+			reason = "the run stopped once its verdict was decided, before it fired (" + reason + ")"
 		}
 		out = append(out, Unfired{Rule: r.index, Kind: r.spec.Kind, Point: r.spec.Point, Reason: reason})
 	}

@@ -96,10 +96,10 @@ type Config struct {
 	// the topology, and every fault must find its control there.
 	ClusterFile string
 	// Decide, when set, is asked about the history so far while the fault phase goes on (every
-	// 200 ms): a non-empty answer says the verdict can no longer change — a violation was found
-	// — and the run ends early with a stop line giving that answer, after a short tail. The
-	// harness decides no verdict itself: the runner's Decide runs the checker.
-	Decide func(*history.History) string
+	// 200 ms): a verdict says it can no longer change, and the run ends early with a stop line
+	// giving the verdict and why, after a short tail. The harness decides no verdict itself: the
+	// runner's Decide is the checker's (checker.Decided).
+	Decide func(*history.History) (verdict, why string)
 	// RedisImage and ZooKeeperImage are the docker backend's images (default: cluster's).
 	RedisImage, ZooKeeperImage string
 

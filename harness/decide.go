@@ -14,13 +14,14 @@ import (
 const decideEvery = 200 * time.Millisecond
 
 // decidedTail is how long clients run on after a run stopped once decided, so the operations
-// under way when it was decided complete and its report shows the violation whole. The
-// liveness window (Config.Tail) is skipped: a stall cannot change an unsafe verdict.
+// under way when it was decided complete and its report shows the violation whole. The rest of
+// the liveness window (Config.Tail) is skipped: a stall cannot change an unsafe verdict, and a
+// run decided safe had its stuck limit pass after the last heal already.
 const decidedTail = 250 * time.Millisecond
 
 // decider keeps a copy of the history as it is written, for Config.Decide.
 type decider struct {
-	decide func(*history.History) string
+	decide func(*history.History) (verdict, why string)
 	meta   history.Meta
 	mu     sync.Mutex
 	events []history.Event
@@ -34,21 +35,19 @@ func (d *decider) observe(e history.Event) {
 	d.mu.Unlock()
 }
 
-// wait waits out the fault phase of length total, asking decide about the history so far every
-// decideEvery. It returns why the run can stop early, or "" when the phase ran its time or ctx
-// ended.
-func (d *decider) wait(ctx context.Context, total time.Duration) string {
-	end := time.Now().Add(total)
+// wait waits until end, asking decide about the history so far every decideEvery. It returns the
+// verdict the run can stop with and why, or "" when end came or ctx ended first.
+func (d *decider) wait(ctx context.Context, end time.Time) (verdict, why string) {
 	for {
 		left := time.Until(end)
 		if left <= 0 || !sleep(ctx, min(decideEvery, left)) {
-			return ""
+			return "", ""
 		}
 		d.mu.Lock()
 		h := &history.History{Meta: d.meta, Events: slices.Clone(d.events)}
 		d.mu.Unlock()
-		if why := d.decide(h); why != "" {
-			return why
+		if verdict, why := d.decide(h); verdict != "" {
+			return verdict, why
 		}
 	}
 }

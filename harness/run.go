@@ -182,21 +182,37 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 			c.run(runCtx)
 		}()
 	}
-	// Fault phase, then every fault healed, then the liveness window; or, once a violation was
-	// found, a stop line, every fault healed and a short tail.
-	tail := cfg.Tail
+	// Fault phase, then every fault healed, then the liveness window; or, once the verdict can
+	// no longer change (Config.Decide), a stop line, every fault healed and a short tail.
 	if rec.decider == nil {
 		sleep(runCtx, cfg.Duration)
-	} else if why := rec.decider.wait(runCtx, cfg.Duration); why != "" {
-		rec.write(history.Event{Type: history.TypeStop, Detail: why}, true)
-		nem.StopEarly()
-		res.Stopped = why
-		tail = min(tail, decidedTail)
+		nem.HealAll()
+		nem.RecordUnfired()
+		_ = rec.w.Sync()
+		sleep(runCtx, cfg.Tail)
+	} else {
+		phase := time.Now()
+		stop := func(verdict, why string) {
+			rec.write(history.Event{Type: history.TypeStop, Name: verdict, Detail: why}, true)
+			res.Stopped = verdict + ": " + why
+		}
+		verdict, why := rec.decider.wait(runCtx, phase.Add(cfg.Duration))
+		if verdict != "" {
+			stop(verdict, why)
+			nem.StopEarly()
+		}
+		nem.HealAll()
+		nem.RecordUnfired()
+		_ = rec.w.Sync()
+		if verdict == "" {
+			if verdict, why = rec.decider.wait(runCtx, phase.Add(cfg.Duration+cfg.Tail)); verdict != "" {
+				stop(verdict, why)
+			}
+		}
+		if verdict != "" {
+			sleep(runCtx, decidedTail)
+		}
 	}
-	nem.HealAll()
-	nem.RecordUnfired()
-	_ = rec.w.Sync()
-	sleep(runCtx, tail)
 	stopClients()
 	wg.Wait()
 	if panicked != nil {
@@ -214,7 +230,8 @@ func plannedFaults(specs []faults.Spec) []history.PlannedFault {
 	for i, s := range specs {
 		m := faults.MeaningOf(s)
 		out[i] = history.PlannedFault{Kind: s.Kind, Point: s.Point, Client: s.Client, AtNs: int64(s.At),
-			ForNs: int64(s.For), Clients: s.Clients, Nodes: s.Nodes, Setup: s.Setup, Wire: s.Wire.String(),
+			ForNs: int64(s.For), EveryNs: int64(s.Every), Times: s.Times,
+			Clients: s.Clients, Nodes: s.Nodes, Setup: s.Setup, Wire: s.Wire.String(),
 			ActsOn: m.ActsOn, Lasting: m.Lasting}
 	}
 	return out

@@ -18,11 +18,12 @@ const (
 	// a lock's code panicked). A run that ran its course has none. What a run cut short shows is
 	// judged, but it proves no safety: the checker makes it unknown unless it is unsafe.
 	TypeAbort Type = "abort"
-	// TypeStop says the run ended its fault phase early because its verdict could no longer
-	// change, Detail says why (the first violation, found while the run went on). Only an unsafe
-	// run stops so: a violation in a prefix of a history is one in the whole history, as
-	// linearizability is prefix-closed. A run with a stop line whose whole history is not unsafe
-	// is judged unknown.
+	// TypeStop says the run ended early because its verdict could no longer change: Name is the
+	// verdict so far ("unsafe" or "safe"), Detail why. Unsafe: a violation was found while the
+	// run went on — a violation in a prefix of a history is one in the whole history, as
+	// linearizability is prefix-closed, so a run stopped unsafe whose whole history is not is
+	// judged unknown. Safe: every planned fault fired and healed, and a lease and the stuck
+	// limit passed after the last heal with the evidence in.
 	TypeStop Type = "stop"
 	// TypeWire is one of a lock's commands or replies as it crossed a client's parsed link
 	// (DESIGN.md §14): when a request left the proxy for the server, or a reply left it for the
@@ -145,6 +146,8 @@ type PlannedFault struct {
 	Client  int    `json:"client,omitempty"`  // only this client's point triggers it
 	AtNs    int64  `json:"at_ns,omitempty"`   // timed: first firing, since the run's start
 	ForNs   int64  `json:"for_ns,omitempty"`  // how long each occurrence lasts
+	EveryNs int64  `json:"every_ns,omitempty"` // timed: the period it repeats at (0: once)
+	Times   int    `json:"times,omitempty"`    // how often it may fire (0: once; -1: no bound)
 	Clients string `json:"clients,omitempty"` // target clients selector
 	Nodes   string `json:"nodes,omitempty"`   // target nodes selector
 	// Setup marks a fault that shapes the run rather than attacks it (a partition in force from

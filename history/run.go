@@ -20,9 +20,9 @@ type Run struct {
 	// Abort is why the run ended before its time, from its abort line ("" when it ran its
 	// course; the first, should there be more).
 	Abort string
-	// Stop is why the run ended its fault phase early once decided, from its stop line ("" when
-	// it ran its full time).
-	Stop string
+	// Stop is why the run ended early once decided, from its stop line ("" when it ran its full
+	// time); StopVerdict the verdict it was decided with ("unsafe" or "safe").
+	Stop, StopVerdict string
 	// Wire holds the wire lines, in time order: the lock's commands and replies on its parsed
 	// links (none when no fault acted on the wire).
 	Wire []WireLine
@@ -130,7 +130,7 @@ func (b *runBuilder) add(e *Event) {
 // addStop applies a stop line to run.
 func addStop(run *Run, e *Event) {
 	if run.Stop == "" {
-		run.Stop = e.Detail
+		run.Stop, run.StopVerdict = e.Detail, e.Name
 		if run.Stop == "" {
 			run.Stop = "the history's stop line gives no reason"
 		}

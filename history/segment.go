@@ -59,7 +59,7 @@ func ReadSegments(r io.Reader, minOps int, cut func(meta *Meta, ops []Operation,
 	if err := s.flush(Never); err != nil {
 		return nil, err
 	}
-	return &Run{Meta: meta, Warnings: warnings, End: s.end, Faults: s.faults.Faults, Unfired: s.faults.Unfired, Abort: s.faults.Abort, Stop: s.faults.Stop}, nil
+	return &Run{Meta: meta, Warnings: warnings, End: s.end, Faults: s.faults.Faults, Unfired: s.faults.Unfired, Abort: s.faults.Abort, Stop: s.faults.Stop, StopVerdict: s.faults.StopVerdict}, nil
 }
 
 type segmenter struct {

@@ -111,7 +111,7 @@ func verdictLine(r *checker.Result, report string) string {
 		line += " — " + r.DecidedBy
 	}
 	if r.Stopped != "" {
-		line += "; stopped once found (--full runs the whole time)"
+		line += "; stopped once decided (--full runs the whole time)"
 	}
 	line += fmt.Sprintf("; seed %d — %s", r.Seed, report)
 	if r.Expected != nil && r.Matches != nil {

@@ -76,7 +76,7 @@ func Config(c scenarios.Cell, o Options, run int) harness.Config {
 		cfg.Fencing = true
 	}
 	if !o.Full {
-		cfg.Decide = stopWhenUnsafe
+		cfg.Decide = decided
 	}
 	if o.Duration > 0 {
 		cfg.Duration = o.Duration
@@ -132,17 +132,10 @@ func command(c scenarios.Cell, o Options, seed int64) string {
 // decideTimeout bounds each porcupine check of a history so far: the fault phase waits for it.
 const decideTimeout = 500 * time.Millisecond
 
-// stopWhenUnsafe is a run's harness.Config.Decide: the history so far is checked as a whole run
-// is, and a violation ends the run early. Only unsafe stops a run: a violation in a prefix is a
-// violation of the whole history (operations still under way count as unknown outcomes), while
-// safe, stuck or unknown may yet change.
-func stopWhenUnsafe(h *history.History) string {
-	out := checker.CheckHistory(h, checker.Options{Timeout: decideTimeout})
-	r := &out.Result
-	if r.Verdict != checker.Unsafe || r.TTDMs == nil || r.FirstViolation == nil {
-		return ""
-	}
-	return fmt.Sprintf("unsafe: a %s violation at %s, found while the run went on", r.FirstViolation.Kind, history.FormatMs(*r.TTDMs))
+// decided is a run's harness.Config.Decide: the checker's judgement of the history so far.
+func decided(h *history.History) (verdict, why string) {
+	v, why := checker.Decided(h, checker.Options{Timeout: decideTimeout})
+	return string(v), why
 }
 
 // RunCell runs, checks and reports one cell. The error is a harness error (the run could not be
