@@ -142,14 +142,14 @@ func Int64(v int64) *int64 { return &v }
 // PlannedFault is one fault of the scenario as planned before the run: what, where and when.
 type PlannedFault struct {
 	Kind    string `json:"kind"`
-	Point   string `json:"point,omitempty"`   // event-triggered at this named point
-	Client  int    `json:"client,omitempty"`  // only this client's point triggers it
-	AtNs    int64  `json:"at_ns,omitempty"`   // timed: first firing, since the run's start
-	ForNs   int64  `json:"for_ns,omitempty"`  // how long each occurrence lasts
+	Point   string `json:"point,omitempty"`    // event-triggered at this named point
+	Client  int    `json:"client,omitempty"`   // only this client's point triggers it
+	AtNs    int64  `json:"at_ns,omitempty"`    // timed: first firing, since the run's start
+	ForNs   int64  `json:"for_ns,omitempty"`   // how long each occurrence lasts
 	EveryNs int64  `json:"every_ns,omitempty"` // timed: the period it repeats at (0: once)
 	Times   int    `json:"times,omitempty"`    // how often it may fire (0: once; -1: no bound)
-	Clients string `json:"clients,omitempty"` // target clients selector
-	Nodes   string `json:"nodes,omitempty"`   // target nodes selector
+	Clients string `json:"clients,omitempty"`  // target clients selector
+	Nodes   string `json:"nodes,omitempty"`    // target nodes selector
 	// Setup marks a fault that shapes the run rather than attacks it (a partition in force from
 	// the start that decides who reaches which node): it has no danger window of its own.
 	Setup bool `json:"setup,omitempty"`
