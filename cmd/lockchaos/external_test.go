@@ -123,10 +123,7 @@ func TestExternalKilledRunLeavesNoProxies(t *testing.T) {
 	tp := exttest.Toxiproxy(t)
 	dir := t.TempDir()
 	file := exttest.WriteClusterFile(t, dir, exttest.Node{Name: "redis-1", Kind: "redis", Address: r.Addr, Toxiproxy: tp})
-	bin := filepath.Join(dir, "lockchaos")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v: %s", err, out)
-	}
+	bin := testenv.BuildCLI(t)
 	args := []string{"run", "--algorithm", "token", "--scenario", "baseline", "--backend", "external", "--cluster", file,
 		"--proxy", "always", "--clients", "3", "--out", filepath.Join(dir, "out")}
 	// midRun starts a long run and signals it once its proxies exist.

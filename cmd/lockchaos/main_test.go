@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // lockchaos runs the CLI in-process and returns its exit code, stdout and stderr.
@@ -189,10 +190,7 @@ func TestKilledHarnessLeavesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs real servers")
 	}
-	bin := filepath.Join(t.TempDir(), "lockchaos")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testenv.BuildCLI(t)
 	for _, tc := range []struct {
 		alg string
 		sig syscall.Signal

@@ -190,10 +190,7 @@ func TestKilledHarnessLeavesNoClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs real servers")
 	}
-	bin := filepath.Join(t.TempDir(), "lockchaos")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testenv.BuildCLI(t)
 	// A client that outlives its stdin: only Pdeathsig can end it when the harness dies.
 	script := testdata(t, "stubborn.py")
 	cmd := exec.Command(bin, "run", "--client-cmd", script, "--topology", "redis-single", "--scenario", "baseline",

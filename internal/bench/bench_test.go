@@ -18,6 +18,7 @@ import (
 	"github.com/lockchaos/lockchaos/harness"
 	"github.com/lockchaos/lockchaos/internal/bench"
 	"github.com/lockchaos/lockchaos/internal/benchmd"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // helperEnv makes TestLongRunHelper run: the benchmarks below re-run this test binary as a child,
@@ -265,7 +266,7 @@ func runMatrix(b *testing.B) (string, string) {
 	if os.Getenv("BENCH_MATRIX") == "0" {
 		return "not run", "BENCH_MATRIX=0"
 	}
-	bin := buildCLI(b)
+	bin := testenv.BuildCLI(b)
 	out := filepath.Join(b.TempDir(), "reports")
 	cmd := exec.Command(bin, "matrix", "--parallel", "2", "--out", out, "--quiet")
 	t0 := time.Now()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/internal/bench"
 	"github.com/lockchaos/lockchaos/internal/histgen"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // BenchmarkCheckCommand measures `lockchaos check --write DIR` end to end (read the history,
@@ -25,7 +26,7 @@ import (
 // BENCH_CHECK_OPS lists the sizes (default 1000000,2000000,10000000). It writes "Check at scale".
 func BenchmarkCheckCommand(b *testing.B) {
 	sizes := envInts(b, "BENCH_CHECK_OPS", []int{1_000_000, 2_000_000, 10_000_000})
-	bin := buildCLI(b)
+	bin := testenv.BuildCLI(b)
 	load := bench.LoadAvg()
 	var rows []string
 	for _, n := range sizes {
@@ -105,21 +106,6 @@ func envInts(b *testing.B, name string, def []int) []int {
 		out = append(out, n)
 	}
 	return out
-}
-
-// buildCLI builds bin/lockchaos's command into the benchmark's temp dir and returns its path.
-func buildCLI(b *testing.B) string {
-	path, err := bench.File()
-	if err != nil {
-		b.Fatal(err)
-	}
-	bin := filepath.Join(b.TempDir(), "lockchaos")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/lockchaos")
-	build.Dir = filepath.Dir(path)
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build lockchaos: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // checkedResult reads what the check wrote: the verdict, the operations and report.html's size.

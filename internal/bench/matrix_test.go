@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/internal/bench"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
 // BenchmarkMatrixParallel runs the default matrix (`lockchaos matrix`, local backend) at each
@@ -24,7 +25,7 @@ import (
 func BenchmarkMatrixParallel(b *testing.B) {
 	levels := envInts(b, "BENCH_MATRIX_PARALLEL", []int{2, 4, 8})
 	reps := envInts(b, "BENCH_MATRIX_REPEATS", []int{bench.Repeats(5)})[0]
-	bin := buildCLI(b)
+	bin := testenv.BuildCLI(b)
 	load := bench.LoadAvg()
 	type level struct {
 		p      int

@@ -5,6 +5,8 @@ package testenv
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -76,4 +78,16 @@ func Notice(err error) string {
 	return fmt.Sprintf("lockchaos tests: the server-backed tests of this package skip: %v. "+
 		"Run them with `make test` (installs redis-server, ZooKeeper and the rest, and sets %s=1 so a missing server fails)",
 		err, RequireServers)
+}
+
+// BuildCLI builds the lockchaos command into the test's temporary directory and returns its path
+// (the go command's build cache makes every build after the first a link). Tests that run the
+// CLI as a process — to kill it, or to run it as a user does — share this one build step.
+func BuildCLI(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "lockchaos")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/lockchaos/lockchaos/cmd/lockchaos").CombinedOutput(); err != nil {
+		t.Fatalf("build lockchaos: %v\n%s", err, out)
+	}
+	return bin
 }
