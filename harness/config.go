@@ -13,10 +13,11 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/lcerr"
 )
 
 // ErrBadConfig is wrapped by every configuration error (the CLI exits 254 on it).
-var ErrBadConfig = errors.New("bad configuration")
+var ErrBadConfig = lcerr.New("bad configuration")
 
 // Workload is what the clients do.
 type Workload struct {

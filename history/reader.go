@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/lockchaos/lockchaos/internal/lcerr"
 )
 
 // ErrCorrupt is wrapped by every decoding error of a history.
-var ErrCorrupt = errors.New("history: corrupt")
+var ErrCorrupt = lcerr.New("history: corrupt")
 
 // CorruptError says which line of a history could not be decoded and why.
 type CorruptError struct {

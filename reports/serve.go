@@ -2,15 +2,16 @@ package reports
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/lockchaos/lockchaos/internal/lcerr"
 )
 
 // ErrNotLoopback is returned for an address that would expose reports beyond this machine.
-var ErrNotLoopback = errors.New("reports: serve only binds loopback addresses (127.0.0.1, ::1, localhost)")
+var ErrNotLoopback = lcerr.New("reports: serve only binds loopback addresses (127.0.0.1, ::1, localhost)")
 
 // Listen opens a TCP listener on addr after checking it is a loopback address: reports carry
 // command lines and hostnames and are not meant for the network.

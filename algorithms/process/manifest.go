@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/internal/lcerr"
 	"gopkg.in/yaml.v3"
 )
 
@@ -83,7 +84,7 @@ func (e Expectation) Code() string {
 }
 
 // ErrBadManifest is wrapped by every manifest error.
-var ErrBadManifest = errors.New("bad process-client manifest")
+var ErrBadManifest = lcerr.New("bad process-client manifest")
 
 // LoadManifest reads and checks a manifest. Errors name the file and the line.
 func LoadManifest(path string) (*Manifest, error) {
@@ -155,7 +156,7 @@ func (m *Manifest) Spec() Spec {
 }
 
 // ErrMissing is wrapped by CheckRequires' errors: something the client needs is not installed.
-var ErrMissing = errors.New("process client cannot run here")
+var ErrMissing = lcerr.New("process client cannot run here")
 
 // CheckRequires runs the manifest's checks; the first that fails is returned with its fix.
 func (m *Manifest) CheckRequires() error {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -67,11 +66,8 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 		o.Log = stderr
 	}
 	rep, err := explore.Run(ctx, o)
-	if errors.Is(err, explore.ErrBadOptions) {
-		return 0, usagef("%v", err)
-	}
 	if rep == nil || runner.BadInput(err) {
-		return 0, err // a missing server binary is the user's to fix: 254 with the fix
+		return 0, err // bad options or a missing server binary are the user's to fix: 254 with the fix
 	}
 	if c.json {
 		enc := json.NewEncoder(stdout)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockchaos/lockchaos/internal/lcerr"
 	"github.com/lockchaos/lockchaos/internal/runner"
 )
 
@@ -79,6 +80,9 @@ type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
+// Is makes a usage error bad input, as every package's bad-input errors are.
+func (e *usageError) Is(target error) bool { return target == lcerr.ErrBadInput }
+
 func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -133,15 +137,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		// Errors of the project's packages start with "lockchaos: " too: name the program once.
 		fmt.Fprintf(stderr, "lockchaos: %s\n", strings.ReplaceAll(err.Error(), "lockchaos: ", ""))
-		if isUsage(err) {
+		if runner.BadInput(err) {
 			return exitUsage
 		}
 		return exitHarness
 	}
 	return code
-}
-
-func isUsage(err error) bool {
-	var u *usageError
-	return errors.As(err, &u) || runner.BadInput(err)
 }

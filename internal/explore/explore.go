@@ -13,12 +13,13 @@ import (
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/harness"
+	"github.com/lockchaos/lockchaos/internal/lcerr"
 	"github.com/lockchaos/lockchaos/internal/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 // ErrBadOptions is wrapped by every error about Options (the CLI exits 254 on it).
-var ErrBadOptions = errors.New("bad explore options")
+var ErrBadOptions = lcerr.New("bad explore options")
 
 // Options configure one exploration. Zero fields take the defaults in brackets.
 type Options struct {

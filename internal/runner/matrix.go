@@ -13,10 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/lockchaos/lockchaos/algorithms/process"
-	"github.com/lockchaos/lockchaos/cluster"
-	"github.com/lockchaos/lockchaos/harness"
-	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/lcerr"
 	"github.com/lockchaos/lockchaos/reports"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -57,7 +54,7 @@ func (s Shard) Has(scenario, algorithm string) bool {
 }
 
 // ErrBadMatrix is a matrix the user asked for that cannot be run (bad shard, unknown cell).
-var ErrBadMatrix = errors.New("bad matrix")
+var ErrBadMatrix = lcerr.New("bad matrix")
 
 // Matrix is a plan of cells to run, and how.
 type Matrix struct {
@@ -271,18 +268,8 @@ func (r *MatrixResult) Meta(command, backend string, seed int64) reports.MatrixM
 		Seed: seed, Started: r.Started, Algorithms: p.Algorithms, Scenarios: p.Scenarios, Plan: &p}
 }
 
-// BadInput reports whether err is the user's to fix (exit 254) rather than the harness's: a bad
-// configuration, a missing server binary or image, a bad cluster spec, a corrupt history, a bad
-// matrix or bad shards to merge, a bad process-client manifest or a client that cannot run here.
-func BadInput(err error) bool {
-	if err == nil {
-		return false
-	}
-	for _, target := range []error{harness.ErrBadConfig, cluster.ErrMissingBinary, cluster.ErrBadSpec,
-		history.ErrCorrupt, ErrBadMatrix, ErrBadShards, process.ErrBadManifest, process.ErrMissing} {
-		if errors.Is(err, target) {
-			return true
-		}
-	}
-	return false
-}
+// BadInput reports whether err is the user's to fix (exit 254) rather than the harness's: whether
+// it wraps lcerr.ErrBadInput, as every package's bad-input sentinel does (a bad configuration, a
+// missing server binary or image, a bad cluster spec, a corrupt history, a bad matrix or bad
+// shards to merge, a bad process-client manifest or a client that cannot run here).
+func BadInput(err error) bool { return errors.Is(err, lcerr.ErrBadInput) }

@@ -8,11 +8,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lockchaos/lockchaos/internal/lcerr"
 	"github.com/lockchaos/lockchaos/reports"
 )
 
 // ErrBadShards is a set of shard directories that cannot be merged into one matrix.
-var ErrBadShards = errors.New("cannot merge")
+var ErrBadShards = lcerr.New("cannot merge")
 
 // Merged is what Merge wrote.
 type Merged struct {
