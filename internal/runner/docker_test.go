@@ -3,12 +3,15 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/internal/runner"
 	"github.com/lockchaos/lockchaos/internal/testenv"
+	"github.com/lockchaos/lockchaos/reports"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -24,42 +27,50 @@ func TestDockerMatchesLocal(t *testing.T) {
 		{"baseline", "setnx"}, {"baseline", "getset"}, {"baseline", "token"}, {"baseline", "redlock"},
 		{"baseline", "zookeeper"}, {"client-pause", "token"}, {"restart", "token"}, {"zk-leader-kill", "zookeeper"},
 	}
-	out := t.TempDir()
+	o := runner.Options{Out: t.TempDir(), Backend: cluster.Docker, RedisImage: "lockchaos/redis", ZooKeeperImage: "lockchaos/zookeeper"}
 	for _, tc := range cells {
 		t.Run(tc.scenario+"/"+tc.algorithm, func(t *testing.T) {
-			s, err := scenarios.Lookup(tc.scenario)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cell, err := s.Cell(tc.algorithm)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var last string
-			for attempt := 1; attempt <= 2; attempt++ {
-				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-				rc, _, err := runner.RunCell(ctx, cell, runner.Options{Out: out, Seed: int64(attempt),
-					Backend: cluster.Docker, RedisImage: "lockchaos/redis", ZooKeeperImage: "lockchaos/zookeeper"}, attempt)
-				cancel()
+			matchesOn(t, tc.scenario, tc.algorithm, o, 3*time.Minute, func(rc reports.Cell, err error) {
 				if errors.Is(err, cluster.ErrMissingBinary) {
 					testenv.Missing(t, testenv.RequireDocker, err.Error()+" (run make images)")
 				}
 				if err != nil {
 					t.Fatalf("run on docker: %v", err)
 				}
-				r := rc.Result
-				if r.Backend != cluster.Docker {
-					t.Fatalf("result says backend %q", r.Backend)
+				if rc.Result.Backend != cluster.Docker {
+					t.Fatalf("result says backend %q", rc.Result.Backend)
 				}
-				if r.Matches != nil && *r.Matches {
-					if attempt > 1 {
-						t.Logf("matched on the second run after: %s", last)
-					}
-					return
-				}
-				last = "verdict " + string(r.Verdict) + ", expected " + cell.Expected
-			}
-			t.Errorf("%s × %s on docker: %s (local gives the expectation)", tc.algorithm, tc.scenario, last)
+			})
 		})
 	}
+}
+
+// matchesOn runs scenario × algorithm with o (seeds 1, then 2) until a run gives the catalogue's
+// expectation, each within timeout; check sees every run first (its error, and its cell when
+// there is one). It fails t with the last run's verdict when neither matches.
+func matchesOn(t *testing.T, scenario, algorithm string, o runner.Options, timeout time.Duration, check func(reports.Cell, error)) {
+	t.Helper()
+	s, err := scenarios.Lookup(scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell, err := s.Cell(algorithm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for attempt := 1; attempt <= 2; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		o.Seed = int64(attempt)
+		rc, _, err := runner.RunCell(ctx, cell, o, attempt)
+		cancel()
+		check(rc, err)
+		r := rc.Result
+		t.Logf("attempt %d: %s (class %v), %d acquires", attempt, r.Verdict, deref(r.ViolationClass), r.AcquiresOk)
+		if r.Matches != nil && *r.Matches {
+			return
+		}
+		last = fmt.Sprintf("%s, expected %s (%s)", r.Verdict, cell.Expected, filepath.Join(o.Out, rc.Dir, "report.html"))
+	}
+	t.Errorf("%s × %s on %s: %s", algorithm, scenario, o.Backend, last)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/exttest"
 	"github.com/lockchaos/lockchaos/internal/runner"
+	"github.com/lockchaos/lockchaos/reports"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -70,30 +71,20 @@ func TestExternalMatchesLocal(t *testing.T) {
 		{"partition", "etcd", etcdFile},
 	}
 	out := t.TempDir()
-	if dir := os.Getenv("LOCKCHAOS_REPORTS"); dir != "" {
-		out = dir
-	}
 	for _, tc := range cells {
 		t.Run(tc.scenario+"/"+tc.algorithm, func(t *testing.T) {
-			s, err := scenarios.Lookup(tc.scenario)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cell, err := s.Cell(tc.algorithm)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var last string
-			for attempt := 1; attempt <= 2; attempt++ {
-				// An hour's TTL: a clock jump that touched it would take the jump (the TTL, 500ms) off.
-				set := time.Now()
+			// An hour's TTL: a clock jump that touched it would take the jump (the TTL, 500ms) off.
+			var set time.Time
+			setKey := func() {
+				set = time.Now()
 				if err := rdb.Set(ctx, "someone-elses-key", "v", time.Hour).Err(); err != nil {
 					t.Fatal(err)
 				}
-				rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-				rc, _, err := runner.RunCell(rctx, cell, runner.Options{Out: out, Seed: int64(attempt),
-					Backend: cluster.External, ClusterFile: tc.file}, attempt)
-				cancel()
+			}
+			setKey()
+			o := runner.Options{Out: out, Backend: cluster.External, ClusterFile: tc.file}
+			matchesOn(t, tc.scenario, tc.algorithm, o, 2*time.Minute, func(rc reports.Cell, err error) {
+				defer setKey() // for the next run
 				if err != nil {
 					t.Fatalf("run: %v", err)
 				}
@@ -128,14 +119,7 @@ func TestExternalMatchesLocal(t *testing.T) {
 				if kv, err := etcd.Get(ctx, "/lockchaos/", clientv3.WithPrefix(), clientv3.WithKeysOnly()); err != nil || len(kv.Kvs) > 0 {
 					t.Errorf("etcd keys of the run left under /lockchaos/: %v (%v)", kv, err)
 				}
-				res := rc.Result
-				t.Logf("attempt %d: %s (class %v), %d acquires", attempt, res.Verdict, deref(res.ViolationClass), res.AcquiresOk)
-				if res.Matches != nil && *res.Matches {
-					return
-				}
-				last = string(res.Verdict) + ", expected " + cell.Expected + " (" + filepath.Join(out, rc.Dir, "report.html") + ")"
-			}
-			t.Errorf("%s × %s on external: %s", tc.algorithm, tc.scenario, last)
+			})
 		})
 	}
 	if ok, _, err := zc.Exists("/someone-elses-znode"); err != nil || !ok {
