@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
@@ -211,7 +212,7 @@ func (w *watchedRueidis) Do(ctx context.Context, cmd rueidis.Completed) rueidis.
 	}
 	r := w.Client.Do(ctx, cmd)
 	err := r.Error()
-	definite := err == nil || rueidis.IsRedisNil(err)
+	definite := err == nil || rueidis.IsRedisNil(err) || rueidisNotSent(err)
 	if _, ok := rueidis.IsRedisErr(err); ok {
 		definite = true
 	}
@@ -226,6 +227,14 @@ func (w *watchedRueidis) Do(ctx context.Context, cmd rueidis.Completed) rueidis.
 		}
 	}
 	return r
+}
+
+// rueidisNotSent reports whether err says the request never left: the connection could not be
+// made (refused, or the dial itself failed), or the client is closing.
+func rueidisNotSent(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial" || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, rueidis.ErrClosing)
 }
 
 func init() {
