@@ -45,7 +45,7 @@ import (
 // context (cancelled when Acquire returns) is not passed in: a context of the locker's own is,
 // with the acquire's values (the attempt hook); when the acquire's ctx ends first, that context
 // is cancelled, which ends WithContext, and a lock won meanwhile is released. A wrapper around
-// the rueidis client only watches the scripts: it marks each acquire script as an attempt, notes
+// the rueidis client only watches the scripts: it marks each try's first acquire script as an attempt, notes
 // an acquire script whose outcome is unknown (a timeout, a lost connection: it may have set a
 // key), and counts the keys a release deletes; it changes nothing sent.
 type rueidisLocker struct {
@@ -207,7 +207,10 @@ func (w *watchedRueidis) Do(ctx context.Context, cmd rueidis.Completed) rueidis.
 			acq, del = args[1] == rueidisAcquireScript, args[1] == rueidisDelScript
 		}
 	}
-	if acq {
+	if acq && strings.EqualFold(args0(cmd), "EVALSHA") && strings.HasPrefix(cmd.Commands()[3], "rueidislock:0:") {
+		// A try computes the PXAT expiry of all its keys just before it sends key 0's script:
+		// that send starts the lease, not the later keys' (marked, they made the checker
+		// believe a lease ran up to 20 ms longer than the keys did).
 		MarkAttempt(ctx)
 	}
 	r := w.Client.Do(ctx, cmd)
@@ -227,6 +230,14 @@ func (w *watchedRueidis) Do(ctx context.Context, cmd rueidis.Completed) rueidis.
 		}
 	}
 	return r
+}
+
+// args0 is a command's name.
+func args0(cmd rueidis.Completed) string {
+	if args := cmd.Commands(); len(args) > 0 {
+		return args[0]
+	}
+	return ""
 }
 
 // rueidisNotSent reports whether err says the request never left: the connection could not be
