@@ -8,15 +8,21 @@ package scenarios
 //
 // Measured with `lockchaos run --algorithm rueidislock --scenario S --seed N` on the local
 // backend, seeds 1–3 of each cell (2026-11-26, a 2-core machine shared with other builds);
-// every cell as below in 3 of 3 but where a comment says otherwise. TTD of the unsafe cells:
-// client-pause 601–766 ms, failover 4.09–4.45 s, restart 224 ms–1.15 s, clock-jump 96–314 ms.
+// every cell as below in 3 of 3 (client-pause 6 of 6, partition, restart, clock-jump and latency
+// measured twice, 6 of 6; node-kill 4 of 4 after a dial that never connected counted as a
+// definite failure, 2 of 3 stuck and 1 unknown before). TTD of the unsafe cells: client-pause
+// 601–766 ms, failover 4.09–4.45 s, restart 224 ms–1.15 s, clock-jump 54–314 ms.
 //
 // partition is safe, with little room: the extend sent at TTL/2 waits for its reply until the
 // expiry it asks for (1.5×TTL after the grant) and only then does the library cancel the
 // context — after the keys expired at TTL, before the catalogue's holder checks at TTL+300 ms.
 // A holder that checks at TTL+100 ms writes into the next holder's lock:
-// docs/examples/rueidislock-partition.yaml, a finding against the README's "canceled
-// automatically and immediately once the KeyMajority is not held anymore".
+// docs/examples/rueidislock-partition.yaml, unsafe (client class) in 6 of 6 runs (seeds 1–6,
+// TTD 581–601 ms; the write 121–130 ms after the keys expired), where token+watchdog and
+// bsm-redislock-refresh, which give a lease up at the first renewal that is not answered within
+// a request timeout, are safe (3 of 3 each). A finding against the README's "canceled
+// automatically and immediately once the KeyMajority is not held anymore" (lock.go: an extend's
+// request deadline is the new expiry it asks for, time.Now()+KeyValidity).
 //
 // Sources: Kleppmann, "How to do distributed locking" (2016); the rueidislock README; seed 003's
 // master/slave table (one master: failover, restart).
