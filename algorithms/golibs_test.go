@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -246,4 +249,37 @@ func tryFor(l algorithms.Locker, d time.Duration) (algorithms.Lease, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	return l.Acquire(ctx)
+}
+
+// TestGoLibraryVersions: the version `lockchaos list` shows for each library is the one go.mod
+// requires, so a module upgrade cannot leave the listing, and the measured columns, naming
+// another.
+func TestGoLibraryVersions(t *testing.T) {
+	mod, err := os.ReadFile(filepath.Join("..", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for alg, module := range map[string]string{
+		"bsm-redislock": "github.com/bsm/redislock", "bsm-redislock-refresh": "github.com/bsm/redislock",
+		"rueidislock": "github.com/redis/rueidis", "zk-lock": "github.com/go-zookeeper/zk",
+		"redsync": "github.com/go-redsync/redsync/v4",
+	} {
+		info, err := algorithms.Lookup(alg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		version := ""
+		for _, line := range strings.Split(string(mod), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == module {
+				version = f[1]
+			}
+		}
+		if version == "" {
+			t.Errorf("%s: go.mod requires no %s", alg, module)
+			continue
+		}
+		if want := module + " " + version; !strings.HasPrefix(info.Source, want) {
+			t.Errorf("%s: Source %q, want it to start with %q (go.mod)", alg, info.Source, want)
+		}
+	}
 }
