@@ -38,6 +38,9 @@ func TestGoLibraries(t *testing.T) {
 		// samuel/go-zookeeper #20: the holder is never told it lost the lock, and writes after its
 		// client learned the session expired.
 		{"zk-lock", "partition", "unsafe-client", ""},
+		// The contrast: the same recipe with a session listener skips the write.
+		{"zookeeper", "go-zookeeper-20", "safe", "../../docs/examples/go-zookeeper-20.yaml"},
+		{"zk-lock", "go-zookeeper-20", "unsafe-client", "../../docs/examples/go-zookeeper-20.yaml"},
 		// A finding: the recipe leaves its node when Unlock or Lock loses its connection.
 		{"zk-lock", "node-kill", "stuck", ""},
 	}
