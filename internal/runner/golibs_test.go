@@ -29,6 +29,7 @@ func TestGoLibraries(t *testing.T) {
 		// Kleppmann's GC pause; bsm/redislock #93 (no fence in v0.9.4).
 		{"bsm-redislock", "client-pause", "unsafe-client", ""},
 		{"bsm-redislock-refresh", "baseline", "safe", ""},
+		{"bsm-redislock-refresh", "client-pause", "unsafe-client", ""},
 		{"rueidislock", "baseline", "safe", ""},
 		{"rueidislock", "client-pause", "unsafe-client", ""},
 		// A finding: the lock's context outlives its keys under a partition (the README says it
