@@ -8,8 +8,8 @@ package scenarios
 //
 // Measured with `lockchaos run --algorithm rueidislock --scenario S --seed N` on the local
 // backend, seeds 1–3 of each cell (2026-11-26, a 2-core machine shared with other builds);
-// every cell as below in 3 of 3 (client-pause 6 of 6, partition, restart, clock-jump and latency
-// measured twice, 6 of 6; node-kill 4 of 4 after a dial that never connected counted as a
+// every cell as below in 3 of 3 (client-pause 6 of 6, partition 11 of 11; restart, clock-jump
+// and latency measured twice, 6 of 6; node-kill 4 of 4 after a dial that never connected counted as a
 // definite failure, 2 of 3 stuck and 1 unknown before). TTD of the unsafe cells: client-pause
 // 601–766 ms, failover 4.09–4.45 s, restart 224 ms–1.15 s, clock-jump 54–314 ms.
 //
