@@ -14,13 +14,14 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/servertest"
 )
 
 // The Go lock libraries of issue #28, each as its README uses it, against real servers.
 
 func TestBsmRedislock(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 3, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 3, Proxies: true})
 	ctx := context.Background()
 	const ttl = 2 * time.Second
 
@@ -104,7 +105,7 @@ func TestBsmRedislock(t *testing.T) {
 
 func TestRueidislock(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 3, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 3, Proxies: true})
 	ctx := context.Background()
 	const ttl = 2 * time.Second
 
@@ -163,7 +164,7 @@ func TestRueidislock(t *testing.T) {
 
 func TestZKLock(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, cluster.Spec{Topology: cluster.ZooKeeper, Nodes: 1, Clients: 3, Proxies: true})
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.ZooKeeper, Nodes: 1, Clients: 3, Proxies: true})
 	ctx := context.Background()
 	const session = 2 * time.Second
 
