@@ -1,0 +1,25 @@
+package scenarios
+
+// token on redis-cluster (`--topology redis-cluster`): the key "lock" hashes to one slot, whose
+// master (redis-2 of 3) holds it and replicates it asynchronously to its one replica; a failover
+// promotes the replica by an election of the other masters (cluster-node-timeout 500 ms). Seed 003
+// discusses cluster mode: a single-master lock with failover, so the column matches token's on
+// redis-sentinel where the failure is the master's, and node-kill differs: the cluster promotes
+// the replica, which has the key.
+func init() {
+	ExpectOn("token", "redis-cluster", map[string]string{
+		"baseline":       "S",
+		"client-crash":   "S: the dead holder's key expires",
+		"client-pause":   "Uc: Kleppmann's GC pause",
+		"clock-skew":     "S: the lease is the server's",
+		"slow-release":   "S: compare-and-delete",
+		"failover":       "Us: the promoted replica never saw the key (replication cut from the start, seed 003 master/slave table)",
+		"restart":        "Us: the slot's master restarts empty (faster than cluster-node-timeout: no failover) and its replica resyncs from it",
+		"clock-jump":     "Us: the key expires early on the master, and the expiry replicates",
+		"partition":      "S: the careful client's validity check stops the late write",
+		"latency":        "S",
+		"getset-race":    na("the race is GETSET's own"),
+		"node-kill":      "S: the killed master's replica is promoted with the key; grants resume",
+		"zk-leader-kill": na("a ZooKeeper scenario"),
+	})
+}

@@ -1,0 +1,69 @@
+package scenarios
+
+import "github.com/lockchaos/lockchaos/faults"
+
+// token+wait (algorithms/token_wait.go): token, then WAIT 1 on the same connection, as Redisson
+// does since redisson/redisson #2669; an acquire no replica acknowledged is deleted and fails. Its
+// default topology is redis-sentinel; ExpectOn gives its redis-cluster column.
+func init() {
+	Expect("token+wait", map[string]string{
+		"baseline":       "S",
+		"client-crash":   "S: the dead holder's key expires",
+		"client-pause":   "Uc: WAIT changes nothing for a holder that stops past its lease",
+		"clock-skew":     "S: the lease is the server's",
+		"slow-release":   "S: compare-and-delete",
+		"failover":       "X: no acquire is acknowledged with replication cut; after the promotion the new master has no replica, so WAIT 1 never succeeds again (redisson #4706)",
+		"restart":        "Us: the master restarts empty and its replica resyncs from it: the acknowledged key is gone from both",
+		"clock-jump":     "Us: the key expires early on the master, and the expiry replicates",
+		"partition":      "S: the careful client's validity check stops the late write",
+		"latency":        "S",
+		"getset-race":    na("the race is GETSET's own"),
+		"node-kill":      "X: the replica is promoted with the key, but has no replica of its own: WAIT 1 never succeeds again",
+		"zk-leader-kill": na("a ZooKeeper scenario"),
+	})
+	ExpectOn("token+wait", "redis-cluster", map[string]string{
+		"baseline":       "S",
+		"client-crash":   "S: the dead holder's key expires",
+		"client-pause":   "Uc: WAIT changes nothing for a holder that stops past its lease",
+		"clock-skew":     "S: the lease is the server's",
+		"slow-release":   "S: compare-and-delete",
+		"failover":       "S: no unacknowledged key is used; the killed master rejoins as a replica and grants resume, where token is Us",
+		"restart":        "Us: the slot's master restarts empty (faster than cluster-node-timeout: no failover) and its replica resyncs from it",
+		"clock-jump":     "Us: the key expires early on the master, and the expiry replicates",
+		"partition":      "S: the careful client's validity check stops the late write",
+		"latency":        "S",
+		"getset-race":    na("the race is GETSET's own"),
+		"node-kill":      "X: the replica is promoted with the key, but has no replica of its own: WAIT 1 never succeeds again",
+		"zk-leader-kill": na("a ZooKeeper scenario"),
+	})
+	ExpectOn("token+wait-ignore", "redis-cluster", map[string]string{
+		"failover": "Us: the unacknowledged key was on the master only; the promoted replica grants it again",
+	})
+	// failover: with the replication cut from the start no acquire is ever acknowledged, so the
+	// real lock never holds and the catalogue's kill at cs:acquired would never fire (no
+	// evidence). The kill comes at 1.5 s instead, whoever holds: the mutant, which took the
+	// unacknowledged key, is caught when the promoted replica (which never saw it) grants it again.
+	//
+	// redis-sentinel: the promoted replica has no replica of its own (the old master is dead), so
+	// WAIT 1 never succeeds again and the real lock is stuck: safe, unavailable (redisson #4706,
+	// "None of slaves were synced"). A restart of the old master does not help within a run:
+	// Sentinel reconfigured it as a replica only ≈10 s later (measured, seed 1). Stuck needs the
+	// liveness window after the heal plus one TTL of grace: a TTL of 6 s (the mutant's lease still
+	// outlasts the promotion, ≈2 s after the kill) and a tail of 8 s.
+	vary("failover", "token+wait", Variant{
+		Faults:   []faults.Spec{{Kind: "failover", At: ms(1500), Nodes: "master"}},
+		Workload: Workload{TTL: ms(6000), Hold: ms(1000), Duration: ms(5000), StuckAfter: ms(1500), Tail: ms(8000)},
+	})
+	// redis-cluster: the killed master (redis-2, the master of the slot of "lock") is restarted at
+	// 4 s; empty, it rejoins with its nodes.conf as the promoted replica's replica within
+	// milliseconds, WAIT is acknowledged again and the real lock grants again under the fault's
+	// window: safe with evidence, where token (no WAIT) is unsafe.
+	vary("failover", "token+wait@redis-cluster", Variant{
+		Faults: []faults.Spec{
+			{Kind: "failover", At: ms(1500), Nodes: "master"},
+			{Kind: "restart", At: ms(4000), Nodes: "redis-2"},
+		},
+		Workload: Workload{Hold: ms(1000), Duration: ms(7000), Tail: ms(1500)},
+	})
+	catch("failover", "token+wait-ignore", "Us: the unacknowledged key was on the master only; the promoted replica grants it again")
+}
