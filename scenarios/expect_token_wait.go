@@ -63,7 +63,7 @@ func init() {
 			{Kind: "failover", At: ms(1500), Nodes: "master"},
 			{Kind: "restart", At: ms(4000), Nodes: "redis-2"},
 		},
-		Workload: Workload{Hold: ms(1000), Duration: ms(7000), Tail: ms(1500)},
+		Workload: Workload{TTL: ms(6000), Hold: ms(1000), Duration: ms(7000), Tail: ms(1500)},
 	})
 	catch("failover", "token+wait-ignore", "Us: the unacknowledged key was on the master only; the promoted replica grants it again")
 }
