@@ -226,7 +226,7 @@ end`
 var compareAndDeleteScript = redis.NewScript(compareAndDelete)
 
 // casDel runs compareAndDelete: deleted is false when the key held another value or none.
-func casDel(ctx context.Context, rdb redis.UniversalClient, key, value string) (bool, error) {
+func casDel(ctx context.Context, rdb redis.Scripter, key, value string) (bool, error) {
 	n, err := compareAndDeleteScript.Run(ctx, rdb, []string{key}, value).Int64()
 	if err != nil {
 		return false, redisWriteErr("EVAL compare-and-delete", err)

@@ -53,24 +53,18 @@ func (l *tokenWaitLocker) waitTimeout() time.Duration {
 // key no replica acknowledged deletes it again and fails.
 func (l *tokenWaitLocker) Acquire(ctx context.Context) (Lease, error) {
 	tok := l.token()
-	var acked int64
+	var unacked bool
 	err := retryAcquire(ctx, "token+wait", l.fixedDelay, func() (bool, error) {
 		octx, cancel := l.op(ctx)
 		defer cancel()
-		held, n, err := l.setAndWait(octx, tok)
-		acked = n
+		held, un, err := l.attempt(octx, tok)
+		unacked = un
 		return held, err
 	})
 	if err != nil {
 		return Lease{}, err
 	}
-	if acked < 1 && !l.ignoreWait {
-		octx, cancel := l.op(ctx)
-		defer cancel()
-		if _, err := casDel(octx, l.rdb, l.cfg.Name, tok); err != nil {
-			// The key may still be there, unacknowledged, until its TTL.
-			return Lease{}, &UnknownError{Op: "release of an unreplicated acquire", Err: err}
-		}
+	if unacked {
 		return Lease{}, fmt.Errorf("token+wait acquire: %w (%w)", ErrGaveUp, errNotReplicated)
 	}
 	if err := l.cfg.Point(ctx, "acquire:after-wait"); err != nil {
@@ -79,40 +73,66 @@ func (l *tokenWaitLocker) Acquire(ctx context.Context) (Lease, error) {
 	return Lease{Validity: l.cfg.TTL, TTL: l.cfg.TTL, Data: tok}, nil
 }
 
-// setAndWait sends SET NX PX and WAIT 1 in one pipeline, so on one connection: WAIT counts the
-// replicas that acknowledged that connection's writes (on a connection that wrote nothing it
-// answers at once with every replica). On redis-cluster the pipeline goes to the key's slot
-// master. A WAIT that failed after the SET set the key leaves the outcome unknown.
-func (l *tokenWaitLocker) setAndWait(ctx context.Context, tok string) (held bool, acked int64, err error) {
-	var pipe redis.Pipeliner
+// attempt is one SET NX PX and WAIT 1 on one connection of the key's master (WAIT counts the
+// replicas that acknowledged that connection's writes; on a connection that wrote nothing it
+// answers at once with every replica), and, when no replica acknowledged the key, its
+// compare-and-delete on the same connection. held is true once the key is set; unacked says it
+// was deleted again (the real lock) or is held unacknowledged (the mutant does not look). A
+// failure after the SET set the key leaves the outcome unknown.
+func (l *tokenWaitLocker) attempt(ctx context.Context, tok string) (held, unacked bool, err error) {
+	node, err := l.master(ctx)
+	if err != nil {
+		return false, false, err
+	}
+	conn := node.Conn()
+	defer conn.Close()
 	if cc, ok := l.rdb.(*redis.ClusterClient); ok {
-		m, merr := cc.MasterForKey(ctx, l.cfg.Name)
-		if merr != nil {
-			cc.ReloadState(ctx)
-			return false, 0, fmt.Errorf("find the key's master: %w", merr)
-		}
-		pipe = m.Pipeline()
 		defer func() {
 			if err != nil {
 				cc.ReloadState(ctx) // a dead master, a moved slot: look again next attempt
 			}
 		}()
-	} else {
-		pipe = l.rdb.Pipeline()
 	}
-	set := pipe.Do(ctx, "SET", l.cfg.Name, tok, "NX", "PX", l.cfg.TTL.Milliseconds())
-	wait := pipe.Do(ctx, "WAIT", 1, l.waitTimeout().Milliseconds())
-	_, _ = pipe.Exec(ctx)
+	var set, wait *redis.Cmd
+	_, _ = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		set = p.Do(ctx, "SET", l.cfg.Name, tok, "NX", "PX", l.cfg.TTL.Milliseconds())
+		wait = p.Do(ctx, "WAIT", 1, l.waitTimeout().Milliseconds())
+		return nil
+	})
 	if err := set.Err(); errors.Is(err, redis.Nil) {
-		return false, 0, nil
+		return false, false, nil
 	} else if err != nil {
-		return false, 0, redisWriteErr("SET NX PX", err)
+		return false, false, redisWriteErr("SET NX PX", err)
 	}
 	n, err := wait.Int64()
 	if err != nil {
-		return false, 0, &UnknownError{Op: "WAIT after SET NX PX", Err: err}
+		return false, false, &UnknownError{Op: "WAIT after SET NX PX", Err: err}
 	}
-	return true, n, nil
+	if n >= 1 || l.ignoreWait {
+		return true, false, nil
+	}
+	if _, err := casDel(ctx, conn, l.cfg.Name, tok); err != nil {
+		// The key may still be there, unacknowledged, until its TTL.
+		return false, false, &UnknownError{Op: "release of an unreplicated acquire", Err: err}
+	}
+	return true, true, nil
+}
+
+// master is the client of the node the key lives on: the slot's master on redis-cluster, else the
+// one node (or Sentinel's master).
+func (l *tokenWaitLocker) master(ctx context.Context) (*redis.Client, error) {
+	switch c := l.rdb.(type) {
+	case *redis.ClusterClient:
+		m, err := c.MasterForKey(ctx, l.cfg.Name)
+		if err != nil {
+			c.ReloadState(ctx)
+			return nil, fmt.Errorf("find the key's master: %w", err)
+		}
+		return m, nil
+	case *redis.Client:
+		return c, nil
+	}
+	return nil, fmt.Errorf("token+wait: unexpected client %T", l.rdb)
 }
 
 // Release deletes the key only if it still holds the lease's token; ErrNotHeld otherwise.

@@ -93,7 +93,9 @@ func (c *topo) startRedisCluster(ctx context.Context) error {
 			)
 			path, err := writeConfig(dir, "redis.conf", lines)
 			if err != nil {
-				return []string{"/bin/false"}
+				// server.argv cannot fail: a command that says why and exits does, and its
+				// output is in the start error (process.failed's log tail).
+				return []string{"/bin/sh", "-c", `echo "$0" >&2; exit 1`, "write redis.conf: " + err.Error()}
 			}
 			return []string{redisServerBin, path}
 		}
@@ -274,7 +276,9 @@ func knowsReplicas(ctx context.Context, addr string, ids []string) error {
 }
 
 // redisClusterMaster names the node that is master of the lock key's slot now, as the first
-// running node that answers sees it (a master it does not flag as failed).
+// running node that answers sees it (a master it does not flag as failed). It is the topology's
+// Master and Leader (the slot master is the one node that decides the lock), and its node's
+// announce proxy is the replication link the failover fault cuts.
 func (c *topo) redisClusterMaster(ctx context.Context) (string, error) {
 	key := c.spec.LockKey
 	if key == "" {

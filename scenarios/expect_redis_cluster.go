@@ -6,6 +6,13 @@ package scenarios
 // discusses cluster mode: a single-master lock with failover, so the column matches token's on
 // redis-sentinel where the failure is the master's, and node-kill differs: the cluster promotes
 // the replica, which has the key.
+//
+// Measured with `lockchaos matrix --algorithms token,token+wait --topology redis-cluster --runs 2`
+// (44 runs, 44 as expected) and, for failover, 5 more seeds: token Us 7 of 7, TTD 1.41–2.31 s
+// after the kill at ≈40 ms (the cluster promotes the replica ≈1.5 s after the kill:
+// cluster-node-timeout 500 ms, the FAIL gossip and the replica's 500–1000 ms election delay).
+// restart is Us ≈2.1 s in: a restarted master waits 2 s (Redis's CLUSTER_WRITABLE_DELAY) before
+// its cluster_state is ok and it serves again, empty.
 func init() {
 	ExpectOn("token", "redis-cluster", map[string]string{
 		"baseline":       "S",
