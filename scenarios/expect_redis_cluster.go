@@ -8,7 +8,7 @@ package scenarios
 // the replica, which has the key.
 //
 // Measured with `lockchaos matrix --algorithms token,token+wait --topology redis-cluster --runs 2`
-// (44 runs, 44 as expected) and, for failover, 5 more seeds: token Us 7 of 7, TTD 1.41–2.31 s
+// (44 runs, 44 as expected) and, for failover, seeds 1–5: token Us 7 of 7, TTD 1.41–2.31 s
 // after the kill at ≈40 ms (the cluster promotes the replica ≈1.5 s after the kill:
 // cluster-node-timeout 500 ms, the FAIL gossip and the replica's 500–1000 ms election delay).
 // restart is Us ≈2.1 s in: a restarted master waits 2 s (Redis's CLUSTER_WRITABLE_DELAY) before
@@ -26,7 +26,7 @@ func init() {
 		"partition":      "S: the careful client's validity check stops the late write",
 		"latency":        "S",
 		"getset-race":    na("the race is GETSET's own"),
-		"node-kill":      "S: the killed master's replica is promoted with the key; grants resume",
+		"node-kill":      "S: the kill at 500 ms finds the key replicated (loopback replication takes microseconds); the replica is promoted with it and grants resume ≈1.5 s later (failover forces the lag)",
 		"zk-leader-kill": na("a ZooKeeper scenario"),
 	})
 }
