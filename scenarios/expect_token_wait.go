@@ -13,8 +13,8 @@ import "github.com/lockchaos/lockchaos/faults"
 // liveness window past the run's end (stuck needs 1.5 s without a grant after the last heal and
 // one TTL), and restart seed 2, where the compare-and-delete of an unacknowledged key went out on
 // a new connection that the restarting master reset, so the key stayed for its TTL and nobody
-// contended the holder's lease (since then an attempt's SET, WAIT and delete share one connection:
-// restart Us 4 of 4). What WAIT buys is failover on redis-cluster: S 7 of 7 with evidence, where
+// contended the holder's lease (since then an attempt's SET, WAIT and delete share one connection;
+// restart now runs on redis-cluster, see below). What WAIT buys is failover on redis-cluster: S 7 of 7 with evidence, where
 // token is Us; what it does not: restart and clock-jump (the master itself forgets the key, and
 // the replica follows it), and availability: with no replica to acknowledge, nothing is granted
 // (failover on redis-sentinel, node-kill on both: X).
@@ -26,7 +26,7 @@ func init() {
 		"clock-skew":     "S: the lease is the server's",
 		"slow-release":   "S: compare-and-delete",
 		"failover":       "X: no acquire is acknowledged with replication cut; after the promotion the new master has no replica, so WAIT 1 never succeeds again (redisson #4706)",
-		"restart":        "Us: the master restarts empty and its replica resyncs from it: the acknowledged key is gone from both",
+		"restart":        "Us: (on redis-cluster) the master restarts empty and its replica resyncs from it: the acknowledged key is gone from both",
 		"clock-jump":     "Us: the key expires early on the master, and the expiry replicates",
 		"partition":      "S: the careful client's validity check stops the late write",
 		"latency":        "S",
@@ -78,5 +78,13 @@ func init() {
 		},
 		Workload: Workload{TTL: ms(6000), Hold: ms(1000), Duration: ms(7000), Tail: ms(1500)},
 	})
+	// restart runs on redis-cluster: on redis-sentinel it was Us in 11 of 14 runs, and seed 2 was
+	// unknown in all 3 of its runs: Sentinel failed the restarted master over ≈3 s later (the replica's log:
+	// "MASTER MODE enabled" by a sentinel), the promoted replica had no replica, WAIT failed, and
+	// a key whose SET's outcome was unknown kept every client waiting to the end — a cell that
+	// may or may not fail is no expectation (DESIGN.md §10). On redis-cluster a restart (≈2 s,
+	// CLUSTER_WRITABLE_DELAY) is faster than failure detection plus election and the replica
+	// resyncs from the empty master: Us 7 of 7, TTD 2.07–2.19 s.
+	vary("restart", "token+wait", Variant{Topology: "redis-cluster"})
 	catch("failover", "token+wait-ignore", "Us: the unacknowledged key was on the master only; the promoted replica grants it again")
 }
