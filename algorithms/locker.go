@@ -69,6 +69,10 @@ type Config struct {
 	// Addrs are the node addresses for this client: one per Redis master, or the ZooKeeper
 	// ensemble's members.
 	Addrs []string
+	// Cluster, when set, makes single-node Redis algorithms use a Redis Cluster client: Addrs
+	// are seeds, and each key goes to its slot's master (redis-cluster). Dial must then map
+	// every node's address as the cluster announces it to this client's way in.
+	Cluster bool
 	// Sentinel, when set, makes single-node Redis algorithms find the master through Sentinel.
 	Sentinel *SentinelConfig
 	// Dial, when set, is used for every connection (it maps a server's real address, as Sentinel

@@ -22,6 +22,15 @@ const (
 	topoZooKeeper     = "zookeeper"
 )
 
+// newLockClient is the client of the single-master Redis algorithms: newRedisClient, or a Redis
+// Cluster client when cfg.Cluster is set (the key goes to its slot's master).
+func newLockClient(cfg Config, addr string, timeout time.Duration) redis.UniversalClient {
+	if cfg.Cluster {
+		return newRedisClusterClient(cfg, timeout)
+	}
+	return newRedisClient(cfg, addr, timeout)
+}
+
 // newRedisClient connects to one Redis node, or to the master Sentinel names when cfg.Sentinel is
 // set. It never retries a command (a retried SET NX could be a second, different write) and
 // bounds every step by timeout, so a black-holed link fails fast.
@@ -99,20 +108,23 @@ func probeDialer(dial func(ctx context.Context, network, addr string) (net.Conn,
 // master through Sentinel).
 type redisBase struct {
 	cfg Config
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	mu  sync.Mutex // guards cfg.Rand
 }
 
 func newRedisBase(cfg Config) (*redisBase, error) {
 	cfg = cfg.withDefaults()
-	if cfg.Sentinel == nil && len(cfg.Addrs) != 1 {
+	if cfg.Cluster && len(cfg.Addrs) == 0 {
+		return nil, fmt.Errorf("want the Redis Cluster's node addresses, got none")
+	}
+	if !cfg.Cluster && cfg.Sentinel == nil && len(cfg.Addrs) != 1 {
 		return nil, fmt.Errorf("want one Redis address or a Sentinel config, got %d addresses", len(cfg.Addrs))
 	}
 	addr := ""
 	if len(cfg.Addrs) > 0 {
 		addr = cfg.Addrs[0]
 	}
-	return &redisBase{cfg: cfg, rdb: newRedisClient(cfg, addr, cfg.OpTimeout)}, nil
+	return &redisBase{cfg: cfg, rdb: newLockClient(cfg, addr, cfg.OpTimeout)}, nil
 }
 
 // Close closes the client's connections.
@@ -156,7 +168,7 @@ func appendHex16(b []byte, v uint64) []byte {
 func (b *redisBase) fixedDelay() time.Duration { return b.cfg.RetryDelay }
 
 // setNXPX is SET key value NX PX ttl: held is false when the key exists.
-func setNXPX(ctx context.Context, rdb *redis.Client, key, value string, ttl time.Duration) (bool, error) {
+func setNXPX(ctx context.Context, rdb redis.UniversalClient, key, value string, ttl time.Duration) (bool, error) {
 	err := rdb.Do(ctx, "SET", key, value, "NX", "PX", ttl.Milliseconds()).Err()
 	if errors.Is(err, redis.Nil) {
 		return false, nil
@@ -168,7 +180,7 @@ func setNXPX(ctx context.Context, rdb *redis.Client, key, value string, ttl time
 }
 
 // setNX is the old SETNX command: held is false when the key exists.
-func setNX(ctx context.Context, rdb *redis.Client, key, value string) (bool, error) {
+func setNX(ctx context.Context, rdb redis.UniversalClient, key, value string) (bool, error) {
 	n, err := rdb.Do(ctx, "SETNX", key, value).Int64()
 	if err != nil {
 		return false, redisWriteErr("SETNX", err)
@@ -189,7 +201,7 @@ func (b *redisBase) releaseByDEL(ctx context.Context) error {
 	return del(octx, b.rdb, b.cfg.Name)
 }
 
-func del(ctx context.Context, rdb *redis.Client, key string) error {
+func del(ctx context.Context, rdb redis.UniversalClient, key string) error {
 	n, err := rdb.Del(ctx, key).Result()
 	if err != nil {
 		return redisWriteErr("DEL", err)
@@ -214,7 +226,7 @@ end`
 var compareAndDeleteScript = redis.NewScript(compareAndDelete)
 
 // casDel runs compareAndDelete: deleted is false when the key held another value or none.
-func casDel(ctx context.Context, rdb *redis.Client, key, value string) (bool, error) {
+func casDel(ctx context.Context, rdb redis.Scripter, key, value string) (bool, error) {
 	n, err := compareAndDeleteScript.Run(ctx, rdb, []string{key}, value).Int64()
 	if err != nil {
 		return false, redisWriteErr("EVAL compare-and-delete", err)

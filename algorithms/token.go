@@ -109,7 +109,7 @@ func init() {
 		Name:       "token",
 		Summary:    "SET key random NX PX ttl; release by Lua compare-and-delete.",
 		Source:     "seed 003 (redis分布式锁详解: random value and the Lua release script)",
-		Topologies: []string{topoRedisSingle, topoRedisSentinel},
+		Topologies: []string{topoRedisSingle, topoRedisSentinel, topoRedisCluster},
 		Points:     []string{"acquire:after-set", "release:before-del"},
 		New:        newToken,
 	})

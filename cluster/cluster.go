@@ -67,6 +67,9 @@ type Spec struct {
 	// RunID names the external backend's proxies (default NewRunID()); the harness also puts it
 	// in the lock's name, so that a run touches only its own keys.
 	RunID string
+	// LockKey is the key whose slot's master Master and the failover fault name on
+	// redis-cluster (default DefaultLockKey).
+	LockKey string
 	// ZKTickTime is ZooKeeper's tickTime (default 200ms).
 	ZKTickTime time.Duration
 	// RedisImage and ZooKeeperImage are the docker backend's images (default redis:7 and
@@ -87,6 +90,10 @@ type Endpoints struct {
 	// Addrs holds one address per data node, in Nodes order (for redis-sentinel: master first
 	// as started, then the replica; clients should use Sentinel instead).
 	Addrs []string
+	// Cluster is set for redis-cluster: Addrs are seeds of one Redis Cluster, and the cluster
+	// names its nodes (redirects, CLUSTER SLOTS) by addresses that Dial maps to this client's
+	// proxies.
+	Cluster bool
 	// SentinelAddrs and MasterName are set for redis-sentinel.
 	SentinelAddrs []string
 	MasterName    string
@@ -106,8 +113,12 @@ type Cluster interface {
 	// Link returns the proxy between client c and the named node; an error when proxies are off
 	// or on the external backend, whose proxies are on remote toxiproxy-servers (use FaultLink).
 	Link(c int, node string) (*toxiproxy.Proxy, error)
-	// ReplicationLink returns the proxy the replica uses to reach the master (redis-sentinel).
+	// ReplicationLink returns the proxy the replica uses to reach the master (redis-sentinel;
+	// redis-cluster: the replica of the lock key's slot master).
 	ReplicationLink() (*toxiproxy.Proxy, error)
+	// Failover kills the named master so that the topology promotes a replica, its own way
+	// (redis-sentinel: Sentinel promotes; redis-cluster: the cluster elects the replica).
+	Failover(ctx context.Context, master string) error
 	// FaultLink returns the link between client c and the named node as network faults act on
 	// it, on every backend.
 	FaultLink(c int, node string) (Link, error)
@@ -124,8 +135,9 @@ type Cluster interface {
 	// Pause stops a node with SIGSTOP; Resume continues it.
 	Pause(ctx context.Context, node string) error
 	Resume(ctx context.Context, node string) error
-	// Master returns the node that is master now (redis-sentinel: as Sentinel says; other
-	// redis topologies: the first node).
+	// Master returns the node that is master now (redis-sentinel: as Sentinel says;
+	// redis-cluster: the master of the slot of Spec.LockKey; other redis topologies: the first
+	// node).
 	Master(ctx context.Context) (string, error)
 	// Leader returns the ZooKeeper leader's node name.
 	Leader(ctx context.Context) (string, error)

@@ -18,6 +18,7 @@ func (c *topo) buildEndpoints(ctx context.Context) error {
 		if c.spec.Topology == RedisSentinel {
 			e.MasterName = c.masterName()
 		}
+		e.Cluster = c.spec.Topology == RedisCluster
 		route := map[string]string{}
 		for _, n := range all {
 			addr := n.Addr
@@ -119,6 +120,13 @@ func (c *topo) Link(cl int, node string) (*toxiproxy.Proxy, error) {
 
 // ReplicationLink returns the proxy the replica reaches the master through (redis-sentinel).
 func (c *topo) ReplicationLink() (*toxiproxy.Proxy, error) {
+	if n, ok, err := c.extraReplication(); ok {
+		if err != nil {
+			return nil, err
+		}
+		p, _, _ := c.px.get(linkKey{0, n})
+		return p, nil
+	}
 	if c.spec.Topology != RedisSentinel {
 		return nil, fmt.Errorf("topology %s has no replication link (only %s)", c.spec.Topology, RedisSentinel)
 	}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // topology is a topology that plugs itself in from its own file (etcd.go) instead of a case in
@@ -17,6 +18,12 @@ type topology struct {
 	start func(c *topo, ctx context.Context) error
 	// leader names the node that leads now; nil when the topology has none.
 	leader func(c *topo, ctx context.Context) (string, error)
+	// replication names the node whose replication link (linkKey{0, node}) the failover fault
+	// cuts; nil when the topology has none.
+	replication func(c *topo, ctx context.Context) (string, error)
+	// failover fails the named master over its own way; nil: kill it (redis-sentinel's way,
+	// Sentinel promotes by itself).
+	failover func(c *topo, ctx context.Context, master string) error
 }
 
 var extraTopologies = map[string]topology{}
@@ -95,4 +102,29 @@ func (c *topo) extraLeader(ctx context.Context) (leader string, ok bool, err err
 	}
 	leader, err = t.leader(c, ctx)
 	return leader, true, err
+}
+
+// Failover fails master over: the topology's own way when it registered one, else a kill for
+// good (redis-sentinel: Sentinel then promotes the replica by itself).
+func (c *topo) Failover(ctx context.Context, master string) error {
+	if t, ok := extraTopologies[c.spec.Topology]; ok && t.failover != nil {
+		return t.failover(c, ctx, master)
+	}
+	return c.Kill(ctx, master)
+}
+
+// extraReplication returns the replication link's node of a registered topology; ok is false for
+// the seed topologies.
+func (c *topo) extraReplication() (node string, ok bool, err error) {
+	t, found := extraTopologies[c.spec.Topology]
+	if !found {
+		return "", false, nil
+	}
+	if t.replication == nil {
+		return "", true, fmt.Errorf("topology %s has no replication link", c.spec.Topology)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	node, err = t.replication(c, ctx)
+	return node, true, err
 }

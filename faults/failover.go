@@ -8,10 +8,13 @@ import (
 
 // failover reproduces the Redis master/replica failure of the seed articles and the Redis distlock
 // page: replication is cut before clients start (so every lock write lands on the master only), and
-// when the fault fires the master is killed, so Sentinel promotes a replica that never saw the lock.
+// when the fault fires the master is killed, so the topology promotes a replica that never saw the
+// lock. Each topology fails over its own way (cluster.Cluster.Failover): redis-sentinel's
+// Sentinel promotes the replica; redis-cluster's replica of the lock key's slot master wins the
+// election of the other masters.
 //
 //	clients ──▶ master ─ ✂ ─▶ replica          (armed at start)
-//	clients ──▶ ✗ master      replica ★ master  (fired: kill; Sentinel promotes)
+//	clients ──▶ ✗ master      replica ★ master  (fired: kill; the replica is promoted)
 type failover struct{}
 
 func init() { register(failover{}) }
@@ -19,7 +22,7 @@ func init() { register(failover{}) }
 func (failover) Name() string { return "failover" }
 
 func (failover) Describe(Target) string {
-	return "replication cut since start; master killed; Sentinel promotes the replica"
+	return "replication cut since start; master killed; the replica is promoted"
 }
 
 // Arm cuts the replication link for the whole run (healed by HealAll).
@@ -32,7 +35,7 @@ func (failover) Arm(ctx context.Context, env Env, s Spec) (Heal, error) {
 	return heal, nil
 }
 
-// Inject kills the master for good: the target's nodes (the catalogue says nodes: master, so the
+// Inject fails the master over (kills it for good): the target's nodes (the catalogue says nodes: master, so the
 // history names the node), or the current master when none are given.
 func (failover) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
 	nodes := t.Nodes
@@ -45,7 +48,7 @@ func (failover) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
 	}
 	var errs []error
 	for _, n := range nodes {
-		errs = append(errs, env.Cluster().Kill(ctx, n))
+		errs = append(errs, env.Cluster().Failover(ctx, n))
 	}
 	return nil, errors.Join(errs...)
 }

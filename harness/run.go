@@ -64,6 +64,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		spec.RunID = cluster.NewRunID()
 		cfg.lockPrefix = cluster.ProxyPrefix + spec.RunID + "-"
 	}
+	// redis-cluster: "master" is the master of the lock's slot.
+	spec.LockKey = cfg.lockPrefix + "lock"
 	t0 := time.Now()
 	cl, err := cluster.Start(ctx, spec)
 	if err != nil {
@@ -256,6 +258,7 @@ func newClients(cfg Config, info algorithms.Info, cl cluster.Cluster, env *env, 
 			Point: func(ctx context.Context, name string) error { return nem.Point(ctx, id, name) },
 			Rand:  rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(id))), Dir: cfg.Dir,
 		}
+		acfg.Cluster = ep.Cluster
 		if ep.MasterName != "" {
 			acfg.Sentinel = &algorithms.SentinelConfig{MasterName: ep.MasterName, Addrs: ep.SentinelAddrs}
 		}

@@ -113,9 +113,11 @@ type Cell struct {
 	Scenario  string
 	Algorithm string
 	Topology  string // "" = the algorithm's default
-	Nodes     int
-	Workload  Workload
-	Faults    []faults.Spec
+	// On is the topology chosen for the cell (CellOn), "" when it runs where the catalogue says.
+	On       string
+	Nodes    int
+	Workload Workload
+	Faults   []faults.Spec
 	// Expected is a verdict ("safe", "unsafe-service", ...) or "" when none is expected.
 	Expected string
 	// NA is the reason the cell makes no sense, when it does not.
@@ -157,7 +159,14 @@ func Family(algorithm string) string {
 }
 
 // Cell resolves the scenario for an algorithm.
-func (s Scenario) Cell(algorithm string) (Cell, error) {
+func (s Scenario) Cell(algorithm string) (Cell, error) { return s.CellOn(algorithm, "") }
+
+// CellOn resolves the scenario for an algorithm on a topology of its own choosing (one of its
+// Info.Topologies; "" = the scenario's or the algorithm's default). On a chosen topology the
+// variants keyed "@topology" and "algorithm@topology" apply after the others, and the expectation
+// is the one given for that topology (ExpectOn); without one, the cell expects nothing — unless
+// the topology is the one the cell runs on anyway.
+func (s Scenario) CellOn(algorithm, topology string) (Cell, error) {
 	c := Cell{Scenario: s.Name, Algorithm: algorithm, Workload: s.Workload, Faults: s.Faults}
 	real, mutant := algorithm, false
 	if info, err := algorithms.Lookup(algorithm); err == nil && info.Mutant != "" {
@@ -166,6 +175,14 @@ func (s Scenario) Cell(algorithm string) (Cell, error) {
 	keys := []string{Family(real), real}
 	if mutant {
 		keys = append(keys, algorithm) // a variant of the mutant's own wins
+	}
+	natural := ""
+	if topology != "" {
+		natural = s.naturalTopology(keys, real)
+		keys = append(keys, "@"+topology, real+"@"+topology)
+		if mutant {
+			keys = append(keys, algorithm+"@"+topology)
+		}
 	}
 	for _, key := range keys {
 		if v, ok := s.Variants[key]; ok {
@@ -189,6 +206,14 @@ func (s Scenario) Cell(algorithm string) (Cell, error) {
 	if mutant {
 		code, ok = s.Catches[algorithm]
 	}
+	if topology != "" {
+		c.Topology, c.On = topology, topology
+		if on, found := extraExpect[s.Name][algorithm+"@"+topology]; found {
+			code, ok = on, true
+		} else if topology != natural {
+			ok = false
+		}
+	}
 	if !ok {
 		return c, nil
 	}
@@ -206,6 +231,23 @@ func (s Scenario) Cell(algorithm string) (Cell, error) {
 	}
 	c.Expected = v
 	return c, nil
+}
+
+// naturalTopology is the topology a cell runs on when none is chosen: its variants', else the
+// algorithm's default.
+func (s Scenario) naturalTopology(keys []string, real string) string {
+	t := ""
+	for _, key := range keys {
+		if v, ok := s.Variants[key]; ok && v.Topology != "" {
+			t = v.Topology
+		}
+	}
+	if t == "" {
+		if info, err := algorithms.Lookup(real); err == nil && len(info.Topologies) > 0 {
+			t = info.Topologies[0]
+		}
+	}
+	return t
 }
 
 // offered leaves out of a cell the refinements (faults.Spec.Refinement) at a named point the
@@ -293,6 +335,25 @@ func Expect(algorithm string, byScenario map[string]string) {
 		}
 		extraExpect[scen][algorithm] = code
 		if _, err := s.Cell(algorithm); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// ExpectOn is Expect for an algorithm run on a topology other than its default (CellOn): the
+// column of "algorithm on topology". A mutant's entries are what the scenario must catch it with
+// there. Call it from an init function.
+func ExpectOn(algorithm, topology string, byScenario map[string]string) {
+	for scen, code := range byScenario {
+		s, ok := catalogue[scen]
+		if !ok {
+			panic("scenarios: ExpectOn for unknown scenario " + scen)
+		}
+		if extraExpect[scen] == nil {
+			extraExpect[scen] = map[string]string{}
+		}
+		extraExpect[scen][algorithm+"@"+topology] = code
+		if _, err := s.CellOn(algorithm, topology); err != nil {
 			panic(err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,9 +21,10 @@ import (
 
 func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
-	var algs, scens, shard string
+	var algs, scens, shard, topology string
 	var runs, parallel int
 	fs := newFlags("matrix", &c)
+	fs.StringVar(&topology, "topology", "", "run every algorithm on this one of its topologies instead of its default")
 	fs.StringVar(&algs, "algorithms", "", "comma-separated algorithms, or all (default: the seven seed algorithms)")
 	fs.StringVar(&scens, "scenarios", "", "comma-separated scenarios (default: the catalogue)")
 	fs.IntVar(&runs, "runs", 1, "runs per cell")
@@ -44,7 +46,7 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	if err != nil {
 		return 0, err
 	}
-	m := runner.Matrix{Algorithms: scenarios.Seed, Runs: runs, Shard: sh, Parallel: parallel}
+	m := runner.Matrix{Algorithms: scenarios.Seed, Runs: runs, Shard: sh, Parallel: parallel, Topology: topology}
 	if algs == "all" {
 		m.Algorithms = algorithms.Names()
 	} else if algs != "" {
@@ -53,6 +55,11 @@ func cmdMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 			if _, err := lookupAlgorithm(a); err != nil {
 				return 0, err
 			}
+		}
+	}
+	for _, a := range m.Algorithms {
+		if info, err := lookupAlgorithm(a); err == nil && topology != "" && !slices.Contains(info.Topologies, topology) {
+			return 0, usagef("--topology %s: %s runs on %s (leave it out of --algorithms)", topology, a, strings.Join(info.Topologies, ", "))
 		}
 	}
 	if scens == "" {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,8 +24,9 @@ import (
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
-	var alg, scen, expect string
+	var alg, scen, expect, topology string
 	fs := newFlags("run", &c)
+	fs.StringVar(&topology, "topology", "", "run the algorithm on this one of its topologies (lockchaos list) instead of its default")
 	fs.StringVar(&alg, "algorithm", "", "algorithm to run (lockchaos list)")
 	fs.StringVar(&scen, "scenario", "baseline", "scenario to run (lockchaos list)")
 	fs.StringVar(&expect, "expect", "", "exit 0 when the verdict matches: "+strings.Join(checker.ExpectedNames(), ", ")+", or a catalogue code ("+strings.Join(checker.ExpectationCodes(), ", ")+")")
@@ -49,12 +51,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err != nil {
 		return 0, err
 	}
-	cell, err := s.Cell(alg)
+	info, err := lookupAlgorithm(alg)
+	if err != nil {
+		return 0, err
+	}
+	if topology != "" && !slices.Contains(info.Topologies, topology) {
+		return 0, usagef("--topology %s: %s runs on %s", topology, alg, strings.Join(info.Topologies, ", "))
+	}
+	cell, err := s.CellOn(alg, topology)
 	if err != nil {
 		return 0, usagef("%v", err)
-	}
-	if _, err := lookupAlgorithm(alg); err != nil {
-		return 0, err
 	}
 	if cell.NA != "" {
 		return 0, usagef("scenario %s does not apply to %s: %s", scen, alg, cell.NA)

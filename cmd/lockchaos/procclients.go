@@ -9,7 +9,7 @@ import (
 // prepareProcessClients registers the process clients a command line names: the shipped
 // manifests under the repository's clients/, every --algorithm or --algorithms value that is a
 // .yaml manifest (replaced by the client's name), and run's --client-cmd CMD --topology T
-// (replaced by --algorithm client-cmd). For list, the manifests are registered and the flag
+// (replaced by --algorithm client-cmd; without --client-cmd, --topology is passed on). For list, the manifests are registered and the flag
 // dropped. It returns the rewritten arguments.
 func prepareProcessClients(args []string) ([]string, error) {
 	if d := procclient.ShippedDir(); d != "" {
@@ -57,7 +57,8 @@ func prepareProcessClients(args []string) ([]string, error) {
 		}
 	}
 	if topology != "" && !haveCmd {
-		return nil, usagef("--topology is for --client-cmd (an algorithm's manifest names its topology)")
+		// run and matrix: the topology to run the algorithms on (scenarios.CellOn).
+		out = append(out, "--topology", topology)
 	}
 	if haveCmd {
 		n, err := procclient.RegisterCommand(clientCmd, topology)

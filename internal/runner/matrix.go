@@ -61,6 +61,8 @@ type Matrix struct {
 	// Algorithms × Scenarios are the cells, in the scenarios' order, then the algorithms'.
 	Algorithms []string
 	Scenarios  []scenarios.Scenario
+	// Topology, when set, runs every algorithm on it instead of its default (scenarios.CellOn).
+	Topology string
 	// Keep, when set, picks the cells to plan among them (reproduce keeps those with an
 	// expectation); the others are not part of the matrix at all.
 	Keep func(scenarios.Cell) bool
@@ -109,7 +111,7 @@ func (m Matrix) plan() ([]job, error) {
 	if cells == nil {
 		for _, s := range m.Scenarios {
 			for _, a := range m.Algorithms {
-				cell, err := s.Cell(a)
+				cell, err := s.CellOn(a, m.Topology)
 				if err != nil {
 					return nil, fmt.Errorf("%w: %v", ErrBadMatrix, err)
 				}

@@ -44,9 +44,14 @@ type Options struct {
 	Full bool
 }
 
-// Dir returns the run directory of a cell: OUT/<scenario>/<algorithm>[/<run>].
+// Dir returns the run directory of a cell: OUT/<scenario>/<algorithm>[@<topology>][/<run>], the
+// topology when one was chosen (scenarios.CellOn).
 func Dir(out string, c scenarios.Cell, run int) string {
-	d := filepath.Join(out, c.Scenario, c.Algorithm)
+	alg := c.Algorithm
+	if c.On != "" {
+		alg += "@" + c.On
+	}
+	d := filepath.Join(out, c.Scenario, alg)
 	if run > 0 {
 		d = filepath.Join(d, strconv.Itoa(run))
 	}

@@ -1,0 +1,74 @@
+package runner_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/runner"
+	"github.com/lockchaos/lockchaos/internal/testenv"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// TestRedisClusterCells runs the flagship cells of redis-cluster against real servers: token is
+// safe with evidence on a healthy cluster and unsafe (service class) when the slot's master dies
+// before it replicated the key; token+wait uses no unacknowledged key, so the same failover is
+// safe with evidence, while the mutant that ignores WAIT's answer is caught.
+func TestRedisClusterCells(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs against real servers")
+	}
+	cases := []struct {
+		alg, scenario string
+		want          checker.Verdict
+	}{
+		{"token", "baseline", checker.Safe},
+		{"token", "failover", checker.Unsafe},
+		{"token+wait", "failover", checker.Safe},
+		{"token+wait-ignore", "failover", checker.Unsafe},
+	}
+	for _, tc := range cases {
+		t.Run(tc.alg+"×"+tc.scenario, func(t *testing.T) {
+			s, err := scenarios.Lookup(tc.scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cell, err := s.CellOn(tc.alg, cluster.RedisCluster)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cell.Expected == "" {
+				t.Fatalf("%s × %s on redis-cluster has no expectation", tc.alg, tc.scenario)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			rc, _, err := runner.RunCell(ctx, cell, runner.Options{Out: t.TempDir(), Seed: 1}, 0)
+			if errors.Is(err, cluster.ErrMissingBinary) {
+				testenv.MissingServer(t, err)
+			}
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			r := rc.Result
+			t.Logf("%s: %s: %s", rc.Dir, r.Verdict, r.DecidedBy)
+			if r.Verdict != tc.want {
+				t.Fatalf("verdict %s, want %s (%s)", r.Verdict, tc.want, r.DecidedBy)
+			}
+			if r.Matches == nil || !*r.Matches {
+				t.Errorf("the run does not match the catalogue's %s", cell.Expected)
+			}
+			if tc.want == checker.Safe && r.Evidence != "ok" {
+				t.Errorf("evidence %q: a safe verdict must show the run could have failed", r.Evidence)
+			}
+			if tc.want == checker.Safe && r.WritesInWindow < 1 && tc.scenario != "baseline" {
+				t.Errorf("writes_in_window %d: nothing was written while the fault put the lock at risk", r.WritesInWindow)
+			}
+			if tc.want == checker.Unsafe && (r.ViolationClass == nil || *r.ViolationClass != checker.ServiceClass) {
+				t.Errorf("violation class %v, want service: the promoted replica granted a lock still validly held", r.ViolationClass)
+			}
+		})
+	}
+}

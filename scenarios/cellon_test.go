@@ -1,0 +1,38 @@
+package scenarios
+
+import "testing"
+
+// TestCellOn: a cell on a chosen topology runs there, takes that topology's variants and its
+// ExpectOn column, and expects nothing where no column was measured — unless the chosen topology
+// is the one the cell runs on anyway.
+func TestCellOn(t *testing.T) {
+	cases := []struct {
+		alg, scenario, topology string
+		wantTopology, expected  string
+	}{
+		{"token", "failover", "redis-cluster", "redis-cluster", "unsafe-service"},
+		{"token", "node-kill", "redis-cluster", "redis-cluster", "safe"},
+		{"token", "node-kill", "", "", "stuck"},
+		{"token", "failover", "redis-sentinel", "redis-sentinel", "unsafe-service"}, // its natural topology
+		{"token", "node-kill", "redis-sentinel", "redis-sentinel", ""},              // not measured there
+		{"token+wait", "failover", "", "redis-sentinel", "stuck"},
+		{"token+wait", "failover", "redis-cluster", "redis-cluster", "safe"},
+		{"token+wait-ignore", "failover", "redis-cluster", "redis-cluster", "unsafe-service"},
+	}
+	for _, tc := range cases {
+		s := must(tc.scenario)
+		c, err := s.CellOn(tc.alg, tc.topology)
+		if err != nil {
+			t.Fatalf("%s × %s on %q: %v", tc.alg, tc.scenario, tc.topology, err)
+		}
+		if c.Topology != tc.wantTopology || c.Expected != tc.expected || c.On != tc.topology {
+			t.Errorf("%s × %s on %q: topology %q, expected %q, on %q; want %q, %q, %q",
+				tc.alg, tc.scenario, tc.topology, c.Topology, c.Expected, c.On, tc.wantTopology, tc.expected, tc.topology)
+		}
+	}
+	// The cluster's own failover variant replaces the sentinel one: the killed master restarts.
+	c, _ := must("failover").CellOn("token+wait", "redis-cluster")
+	if len(c.Faults) != 2 || c.Faults[1].Kind != "restart" || c.Faults[1].Nodes != "redis-2" {
+		t.Errorf("token+wait × failover on redis-cluster: faults %+v, want the kill and the restart of redis-2", c.Faults)
+	}
+}
