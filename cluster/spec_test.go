@@ -13,7 +13,7 @@ func TestStartRejectsBadSpecs(t *testing.T) {
 		spec Spec
 		want string
 	}{
-		{Spec{Topology: "redis-cluster"}, "unknown topology"},
+		{Spec{Topology: "memcached"}, "unknown topology"},
 		{Spec{Topology: ZooKeeper, Nodes: 2}, "odd number"},
 		{Spec{Topology: RedisMulti, Nodes: -1}, "nodes is -1"},
 		{Spec{Topology: RedisSingle, Clients: -2}, "clients is -2"},
