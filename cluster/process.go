@@ -86,8 +86,9 @@ type proc struct {
 
 // spawn starts argv (never through a shell) in its own process group, with SIGKILL as its parent
 // death signal, appending stdout and stderr to logPath.
-// onCrash, if not nil, is called (from another goroutine) when the process exits by itself.
-func spawn(s *spawner, dir, logPath string, argv []string, onCrash func(error)) (*proc, error) {
+// cred, if not nil, is the user it runs as. onCrash, if not nil, is called (from another
+// goroutine) when the process exits by itself.
+func spawn(s *spawner, dir, logPath string, argv []string, cred *syscall.Credential, onCrash func(error)) (*proc, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -98,7 +99,8 @@ func spawn(s *spawner, dir, logPath string, argv []string, onCrash func(error)) 
 	cmd.Stderr = f
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LANG=C"}
 	// Setpgid lets Kill/Pause signal the whole group (java may fork helpers).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Go sets the parent death signal after it changes the credentials (which would clear it).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
 	if err := s.start(cmd); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)

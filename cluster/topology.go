@@ -17,6 +17,9 @@ type topology struct {
 	start func(c *topo, ctx context.Context) error
 	// leader names the node that leads now; nil when the topology has none.
 	leader func(c *topo, ctx context.Context) (string, error)
+	// killSessions ends client's sessions on the server (SessionKiller); nil when the topology
+	// has no sessions to end.
+	killSessions func(c *topo, ctx context.Context, client int) (int, error)
 }
 
 var extraTopologies = map[string]topology{}
