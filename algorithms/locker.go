@@ -33,6 +33,10 @@ type Lease struct {
 	Validity time.Duration
 	// TTL is the lease the server enforces (0 = none), for the lease-aware check.
 	TTL time.Duration
+	// NoExpiry, with TTL 0, says the server holds the lock until it is released or the holder's
+	// session ends (a session lock, DESIGN.md §15), so the check must not assume the run's TTL
+	// for it; without it a TTL of 0 is read as the run's TTL.
+	NoExpiry bool
 	// Data is the algorithm's own state that Release needs (a token, a node path).
 	Data any
 }

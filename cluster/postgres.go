@@ -67,6 +67,7 @@ func init() {
 		},
 		needs:        pgRequirements,
 		start:        (*topo).startPostgres,
+		leader:       pgServer,
 		killSessions: pgKillSessions,
 	})
 }
@@ -235,6 +236,17 @@ func pgPing(ctx context.Context, addr string) error {
 	return conn.QueryRow(ctx, "SELECT 1").Scan(&one)
 }
 
+// pgServer names the PostgreSQL server: the node that holds every lock (Master, Leader, and the
+// faults' "master" selector).
+func pgServer(c *topo, _ context.Context) (string, error) {
+	for _, n := range c.data {
+		if n.Kind == KindPostgres {
+			return n.Name, nil
+		}
+	}
+	return "", fmt.Errorf("no PostgreSQL node")
+}
+
 // ClientAppName is the application_name client c's sessions carry, by which SessionKiller finds
 // them.
 func ClientAppName(client int) string { return fmt.Sprintf("lockchaos-client-%d", client) }
@@ -242,16 +254,11 @@ func ClientAppName(client int) string { return fmt.Sprintf("lockchaos-client-%d"
 // pgKillSessions ends client's sessions on a PostgreSQL node with pg_terminate_backend, found by
 // their application_name through an admin connection to the server itself.
 func pgKillSessions(c *topo, ctx context.Context, client int) (int, error) {
-	var nd *node
-	for _, n := range c.data {
-		if n.Kind == KindPostgres {
-			nd = n
-		}
+	name, err := pgServer(c, ctx)
+	if err != nil {
+		return 0, err
 	}
-	if nd == nil {
-		return 0, fmt.Errorf("no PostgreSQL node")
-	}
-	conn, err := pgConnect(ctx, nd.Addr)
+	conn, err := pgConnect(ctx, c.byName[name].Addr)
 	if err != nil {
 		return 0, err
 	}

@@ -3,7 +3,10 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,8 +81,24 @@ func TestPostgresCluster(t *testing.T) {
 	if err := again.QueryRow(ctx, "SELECT pg_try_advisory_lock(42)").Scan(&got); err != nil || !got {
 		t.Errorf("pg_try_advisory_lock after restart = %v, %v; want true", got, err)
 	}
+	var backend int
+	if err := again.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		t.Fatal(err)
+	}
 	addr := nodes[0].Addr
-	c.Close() // startCluster's cleanup closes it again and checks the run dir is gone
+	c.Close()
+	// A backend leaves the postmaster's process group (setsid): Close must kill it too.
+	// (Its parent is gone, so init reaps it: give that a moment.)
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", backend))
+		if err != nil || strings.Contains(string(b), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("backend %d survives Close: %s", backend, b)
+			break
+		}
+	} // startCluster's cleanup closes it again and checks the run dir is gone
 	if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		conn.Close()
 		t.Errorf("%s still accepts connections after Close", addr)

@@ -1,0 +1,80 @@
+package scenarios
+
+import (
+	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/faults"
+)
+
+// Session locks on SQL servers (DESIGN.md §15): pg-advisory on one PostgreSQL (algorithms/
+// pg_advisory.go). The server holds a session lock for as long as the session lives, with no TTL
+// (Lease.TTL 0: the checker's lock model never lets it expire), through any pause of the holder,
+// and drops it when the session ends; the holder learns it only at its next statement, so the
+// careful client's Valid asks the server. Their variants are the "sql" family's (Family): the
+// Redis variants, whose wire points parse RESP, do not apply.
+
+var _ = registerSessionKill()
+
+func registerSessionKill() bool {
+	register(Scenario{
+		Name: "session-kill",
+		Summary: "The server ends the first holder's session right after it acquired (PostgreSQL's " +
+			"pg_terminate_backend, as an admin, a pooler or an idle-session timeout does); the holder goes on and " +
+			"learns it only at its next statement.",
+		Reproduces: "DESIGN.md §15: a session lock is dropped with its session; the waiter is granted at once",
+		Needs:      "a server that can end a client's sessions (postgres topologies); the kill at cs:acquired",
+		Workload:   std.merge(Workload{StuckAfter: ms(1500)}),
+		Faults:     []faults.Spec{{Kind: "session-kill", Point: "cs:acquired"}},
+		Expect:     all(na("Redis and ZooKeeper locks have no server session the harness can end")),
+	})
+	return true
+}
+
+func init() {
+	// The Redis variants act on RESP commands on the wire; the sql family gets the same faults
+	// at the harness's own points or timed, as etcd does.
+	vary("slow-release", "sql", Variant{Faults: []faults.Spec{{Kind: "slow-release", Point: "cs:before-release", Skip: 3,
+		Amount: ms(2*ttl + 300), For: ms(3 * ttl)}}})
+	// restart at cs:before-read: the holder found its lock valid and works (700 ms) while the
+	// server restarts and every session, with every lock, is gone. At cs:acquired (the catalogue's
+	// point) the holder asks the server right after the restart and gives up at once, before the
+	// others have reconnected: the cell was a race (safe at seed 1).
+	vary("restart", "sql", Variant{Faults: []faults.Spec{{Kind: "restart", Point: "cs:before-read", Nodes: "master"}}})
+	vary("latency", "sql", Variant{Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "master", Amount: ms(ttl/2 + 50)}}})
+
+	// Every other registered algorithm runs on servers without sessions the harness can end.
+	for _, a := range algorithms.Names() {
+		if Family(a) != "sql" && !isSeed(a) {
+			Expect(a, map[string]string{"session-kill": na("no server session the harness can end on its topology")})
+		}
+	}
+
+	Expect("pg-advisory", map[string]string{
+		"baseline": "S",
+		// client-crash black-holes the crashed holder's links (faults/client.go): no FIN reaches
+		// the server, so the session — and the lock — stays until TCP keepalive gives up on it
+		// (PostgreSQL's default leaves it to the OS: 2 h).
+		"client-crash":   "X: the dead holder's session stays open (no FIN; keepalive after the OS's 2 h)",
+		"client-pause":   "S",
+		"clock-skew":     "S",
+		"slow-release":   "S",
+		"failover":       na("one PostgreSQL server: no standby to promote (postgres-standby is not built yet)"),
+		"restart":        "Us",
+		"clock-jump":     na("the fault shifts Redis key TTLs; a session lock has no TTL"),
+		"partition":      "S",
+		"latency":        "S",
+		"getset-race":    na("the race is GETSET's own"),
+		"node-kill":      "X",
+		"zk-leader-kill": na("one PostgreSQL server: no ZooKeeper leader"),
+		"session-kill":   "Us",
+	})
+	catch("session-kill", "pg-advisory-no-valid", "Ul: the holder whose session was killed writes while the next client holds")
+}
+
+func isSeed(a string) bool {
+	for _, s := range Seed {
+		if s == a {
+			return true
+		}
+	}
+	return false
+}
