@@ -36,17 +36,36 @@ const (
 // Through a transaction-mode pooler (postgres-pgbouncer) none of this holds: the session that
 // took the lock goes back to the pool after the statement, and the next statement — the unlock,
 // the Valid query, or another client's lock — may run in any server session.
+//
+// pg-advisory-xact is the transaction-level variant: BEGIN, then pg_advisory_xact_lock(key),
+// the transaction kept open while the lock is held, and COMMIT to release (the lock ends with the
+// transaction; there is no unlock). Through a transaction pooler the open transaction pins its
+// server session, so every statement of the holder runs where the lock is.
 type pgAdvisoryLocker struct {
 	cfg     Config
 	key     int64
 	noValid bool // the pg-advisory-no-valid mutant
+	xact    bool // pg-advisory-xact
 
 	mu   sync.Mutex
 	conn *pgx.Conn // nil when there is none (never connected, or dropped after an error)
 }
 
 // pgAdvisoryLease is the Lease.Data of pg-advisory: the connection the lock was taken on.
-type pgAdvisoryLease struct{ conn *pgx.Conn }
+type pgAdvisoryLease struct {
+	conn *pgx.Conn
+	tx   pgx.Tx // pg-advisory-xact: the open transaction that holds the lock
+}
+
+// querier runs the lease's statements: in its transaction, if it has one.
+func (d pgAdvisoryLease) querier() interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+} {
+	if d.tx != nil {
+		return d.tx
+	}
+	return d.conn
+}
 
 // pgLockKey maps a lock name to an advisory lock key: 31 bits of FNV-1a, so pg_locks shows it
 // as classid 0, objid key.
@@ -60,6 +79,15 @@ func pgLockKey(name string) int64 {
 func pgAppName(c int) string { return fmt.Sprintf("lockchaos-client-%d", c) }
 
 func newPgAdvisory(cfg Config) (Locker, error) { return newPgAdvisoryWith(cfg, false) }
+
+func newPgAdvisoryXact(cfg Config) (Locker, error) {
+	l, err := newPgAdvisoryWith(cfg, false)
+	if err != nil {
+		return nil, err
+	}
+	l.xact = true
+	return l, nil
+}
 
 func newPgAdvisoryWith(cfg Config, noValid bool) (*pgAdvisoryLocker, error) {
 	cfg = cfg.withDefaults()
@@ -133,8 +161,17 @@ func (l *pgAdvisoryLocker) Acquire(ctx context.Context) (Lease, error) {
 	if err != nil {
 		return Lease{}, err // nothing was asked
 	}
+	var tx pgx.Tx
+	stmt := "SELECT pg_advisory_lock($1)"
+	if l.xact {
+		if tx, err = conn.Begin(ctx); err != nil {
+			l.drop(conn)
+			return Lease{}, fmt.Errorf("BEGIN: %w", err) // no lock is asked before BEGIN returns
+		}
+		stmt = "SELECT pg_advisory_xact_lock($1)"
+	}
 	MarkAttempt(ctx)
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", l.key); err != nil {
+	if _, err := conn.Exec(ctx, stmt, l.key); err != nil {
 		l.drop(conn)
 		// The wait was cut short (pgx cancels the statement: 57014), or the server refused: not
 		// granted, or granted at the last moment and released with the dropped session.
@@ -150,7 +187,7 @@ func (l *pgAdvisoryLocker) Acquire(ctx context.Context) (Lease, error) {
 	if err := l.cfg.Point(ctx, "acquire:after-lock"); err != nil {
 		return Lease{}, &UnknownError{Op: "pg_advisory_lock", Err: err}
 	}
-	return Lease{NoExpiry: true, Data: pgAdvisoryLease{conn: conn}}, nil
+	return Lease{NoExpiry: true, Data: pgAdvisoryLease{conn: conn, tx: tx}}, nil
 }
 
 // Valid asks the server whether this session still holds the lock. Unlike the other Validators
@@ -167,7 +204,7 @@ func (l *pgAdvisoryLocker) Valid(lease Lease) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.OpTimeout)
 	defer cancel()
 	var held bool
-	err := d.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory'
+	err := d.querier().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory'
 		AND pid = pg_backend_pid() AND granted AND classid = 0 AND objid::bigint = $1 AND objsubid = 1)`,
 		l.key).Scan(&held)
 	if err != nil {
@@ -194,6 +231,15 @@ func (l *pgAdvisoryLocker) Release(ctx context.Context, lease Lease) error {
 	}
 	if err := l.cfg.Point(ctx, "release:before-unlock"); err != nil {
 		return err
+	}
+	if d.tx != nil {
+		// COMMIT ends the transaction and its lock. A transaction that failed commits as a
+		// rollback, which ends it all the same; a COMMIT that fails otherwise drops the
+		// connection, and the session's end rolls the transaction back: released either way.
+		if err := d.tx.Commit(ctx); err != nil && !errors.Is(err, pgx.ErrTxCommitRollback) {
+			l.drop(d.conn)
+		}
+		return nil
 	}
 	var unlocked bool
 	if err := d.conn.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", l.key).Scan(&unlocked); err != nil {
@@ -230,8 +276,17 @@ func init() {
 		Summary: "PostgreSQL session advisory lock: pg_advisory_lock(key) on a connection of its own, " +
 			"pg_advisory_unlock to release; no TTL, Valid asks the server (pg_locks).",
 		Source:     "PostgreSQL docs §9.27.10 (advisory lock functions), jackc/pgx v5",
-		Topologies: []string{topoPostgres},
+		Topologies: []string{topoPostgres, topoPostgresPgBouncer},
 		Points:     []string{"acquire:after-lock", "release:before-unlock"},
 		New:        newPgAdvisory,
+	})
+	Register(Info{
+		Name: "pg-advisory-xact",
+		Summary: "PostgreSQL transaction advisory lock: BEGIN; pg_advisory_xact_lock(key), the transaction " +
+			"open while held; COMMIT to release; no TTL, Valid asks the server in the transaction.",
+		Source:     "PostgreSQL docs §9.27.10 (advisory lock functions), jackc/pgx v5",
+		Topologies: []string{topoPostgres, topoPostgresPgBouncer},
+		Points:     []string{"acquire:after-lock", "release:before-unlock"},
+		New:        newPgAdvisoryXact,
 	})
 }

@@ -34,6 +34,17 @@ func TestPgAdvisory(t *testing.T) {
 		checkHandOver(t, b, a, nil)
 	})
 
+	t.Run("xact-handover", func(t *testing.T) {
+		a := newLocker(t, c, "pg-advisory-xact", 1, "xact", opts{ttl: time.Second})
+		b := newLocker(t, c, "pg-advisory-xact", 2, "xact", opts{ttl: time.Second})
+		checkHandOver(t, a, b, func(t *testing.T, l algorithms.Lease) {
+			if !a.(algorithms.Validator).Valid(l) {
+				t.Errorf("Valid is false for a lock just taken in its transaction")
+			}
+		})
+		checkHandOver(t, b, a, nil)
+	})
+
 	t.Run("release-twice", func(t *testing.T) {
 		a := newLocker(t, c, "pg-advisory", 1, "twice", opts{ttl: time.Second})
 		la := acquire(t, a, 5*time.Second)
@@ -50,7 +61,7 @@ func TestPgAdvisory(t *testing.T) {
 	for _, tc := range []struct {
 		alg       string
 		wantValid bool
-	}{{"pg-advisory", false}, {"pg-advisory-no-valid", true}} {
+	}{{"pg-advisory", false}, {"pg-advisory-no-valid", true}, {"pg-advisory-xact", false}} {
 		t.Run("session-kill/"+tc.alg, func(t *testing.T) {
 			name := "kill-" + tc.alg
 			a := newLocker(t, c, tc.alg, 1, name, opts{ttl: time.Second})

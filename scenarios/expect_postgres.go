@@ -12,9 +12,9 @@ import (
 // careful client's Valid asks the server. Their variants are the "sql" family's (Family): the
 // Redis variants, whose wire points parse RESP, do not apply.
 
-var _ = registerSessionKill()
+var _ = registerSQLScenarios()
 
-func registerSessionKill() bool {
+func registerSQLScenarios() bool {
 	register(Scenario{
 		Name: "session-kill",
 		Summary: "The server ends the first holder's session right after it acquired (PostgreSQL's " +
@@ -25,6 +25,25 @@ func registerSessionKill() bool {
 		Workload:   std.merge(Workload{StuckAfter: ms(1500)}),
 		Faults:     []faults.Spec{{Kind: "session-kill", Point: "cs:acquired"}},
 		Expect:     all(na("Redis and ZooKeeper locks have no server session the harness can end")),
+	})
+	// pgbouncer in transaction mode hands each transaction to any of its pooled server sessions
+	// (2 here, for 5 clients). pg_advisory_lock holds the lock in the session that ran it, which
+	// goes back to the pool: another client's pg_advisory_lock that lands in that session is
+	// granted at once (a session may take its own advisory lock again), and the holder's unlock
+	// lands in a session that does not hold it, returns false, and strands the lock
+	// (pgbouncer/pgbouncer#102: the lock not released after 1.7 stopped resetting sessions in
+	// transaction mode; #418: sessions reused without DISCARD ALL, the lock left held;
+	// goauthentik/authentik#23876: the migration lock stranded on a pooled backend until
+	// server_lifetime, 3600 s). The careful client's Valid asks the session its query lands in.
+	register(Scenario{
+		Name: "pgbouncer-transaction",
+		Summary: "No faults: the clients reach PostgreSQL through pgbouncer in transaction pooling mode (2 server " +
+			"sessions for 5 clients); a session lock is taken in whichever pooled session ran the statement.",
+		Reproduces: "pgbouncer/pgbouncer#102 and #418; goauthentik/authentik#23876 (a session advisory lock through a transaction pooler)",
+		Needs:      "transaction pooling with fewer server sessions than clients",
+		Workload:   std.merge(Workload{StuckAfter: ms(1500)}),
+		Variants:   map[string]Variant{"sql": {Topology: "postgres-pgbouncer"}},
+		Expect:     all(na("Redis and ZooKeeper locks do not go through a PostgreSQL pooler")),
 	})
 	return true
 }
@@ -44,7 +63,10 @@ func init() {
 	// Every other registered algorithm runs on servers without sessions the harness can end.
 	for _, a := range algorithms.Names() {
 		if Family(a) != "sql" && !isSeed(a) {
-			Expect(a, map[string]string{"session-kill": na("no server session the harness can end on its topology")})
+			Expect(a, map[string]string{
+				"session-kill":          na("no server session the harness can end on its topology"),
+				"pgbouncer-transaction": na("not a PostgreSQL lock"),
+			})
 		}
 	}
 
@@ -53,20 +75,22 @@ func init() {
 		// client-crash black-holes the crashed holder's links (faults/client.go): no FIN reaches
 		// the server, so the session — and the lock — stays until TCP keepalive gives up on it
 		// (PostgreSQL's default leaves it to the OS: 2 h).
-		"client-crash":   "X: the dead holder's session stays open (no FIN; keepalive after the OS's 2 h)",
-		"client-pause":   "S",
-		"clock-skew":     "S",
-		"slow-release":   "S",
-		"failover":       na("one PostgreSQL server: no standby to promote (postgres-standby is not built yet)"),
-		"restart":        "Us",
-		"clock-jump":     na("the fault shifts Redis key TTLs; a session lock has no TTL"),
-		"partition":      "S",
-		"latency":        "S",
-		"getset-race":    na("the race is GETSET's own"),
-		"node-kill":      "X",
-		"zk-leader-kill": na("one PostgreSQL server: no ZooKeeper leader"),
-		"session-kill":   "Us",
+		"client-crash":          "X: the dead holder's session stays open (no FIN; keepalive after the OS's 2 h)",
+		"client-pause":          "S",
+		"clock-skew":            "S",
+		"slow-release":          "S",
+		"failover":              na("one PostgreSQL server: no standby to promote (postgres-standby is not built yet)"),
+		"restart":               "Us",
+		"clock-jump":            na("the fault shifts Redis key TTLs; a session lock has no TTL"),
+		"partition":             "S",
+		"latency":               "S",
+		"getset-race":           na("the race is GETSET's own"),
+		"node-kill":             "X",
+		"zk-leader-kill":        na("one PostgreSQL server: no ZooKeeper leader"),
+		"session-kill":          "Us",
+		"pgbouncer-transaction": "Us: two clients' locks land in one pooled session (re-entrant), and unlocks in sessions that hold nothing",
 	})
+	catch("pgbouncer-transaction", "pg-advisory-no-valid", "Us: as pg-advisory: two clients' locks land in one pooled session")
 	catch("session-kill", "pg-advisory-no-valid", "Ul: the holder whose session was killed writes while the next client holds")
 }
 
