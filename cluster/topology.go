@@ -53,9 +53,15 @@ func normalizeExtra(s Spec) (Spec, error) {
 // extraRequirements lists what the registered topologies need, for doctor.
 func extraRequirements() []Requirement {
 	var out []Requirement
+	seen := map[string]bool{}
 	for _, name := range Topologies {
 		if t, ok := extraTopologies[name]; ok {
-			out = append(out, t.needs()...)
+			for _, r := range t.needs() {
+				if !seen[r.Name] { // postgres-pgbouncer needs postgres's binaries too
+					seen[r.Name] = true
+					out = append(out, r)
+				}
+			}
 		}
 	}
 	return out
