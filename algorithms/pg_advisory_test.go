@@ -104,3 +104,38 @@ func TestPgAdvisory(t *testing.T) {
 		})
 	}
 }
+
+func TestPgLease(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, cluster.Spec{Topology: cluster.Postgres, Clients: 2, Proxies: true})
+	ctx := context.Background()
+	a := newLocker(t, c, "pg-lease", 1, "lease", opts{ttl: 500 * time.Millisecond})
+	b := newLocker(t, c, "pg-lease", 2, "lease", opts{ttl: 500 * time.Millisecond})
+	var last uint64
+	checkHandOver(t, a, b, func(t *testing.T, l algorithms.Lease) {
+		if l.Fence == 0 || l.TTL != 500*time.Millisecond || l.Validity != l.TTL {
+			t.Errorf("lease %+v, want a fence, TTL and Validity 500ms", l)
+		}
+		last = l.Fence
+	})
+	// The lease expires on the server's clock: B takes it over without A's release, with a
+	// larger fence, and A's late release is refused.
+	la := acquire(t, a, 5*time.Second)
+	if la.Fence <= last {
+		t.Errorf("fence %d after %d: versions must grow across releases", la.Fence, last)
+	}
+	t0 := time.Now()
+	lb := acquire(t, b, 5*time.Second)
+	if d := time.Since(t0); d < 400*time.Millisecond {
+		t.Errorf("B took the lease over after %v, before it expired", d)
+	}
+	if lb.Fence <= la.Fence {
+		t.Errorf("takeover fence %d not above %d", lb.Fence, la.Fence)
+	}
+	if err := a.Release(ctx, la); !errors.Is(err, algorithms.ErrNotHeld) {
+		t.Errorf("A's release after the takeover = %v, want ErrNotHeld", err)
+	}
+	if err := b.Release(ctx, lb); err != nil {
+		t.Errorf("B Release: %v", err)
+	}
+}
