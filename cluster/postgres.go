@@ -158,6 +158,9 @@ func (c *topo) newPostgresNode(name string, port int) (*node, error) {
 		}, pgFlags...)
 	}
 	nd := c.newNode(name, KindPostgres, []int{port}, server{argv: argv, cred: cred})
+	// A server restarted after SIGKILL recovers first (it fsyncs its data dir and replays the
+	// WAL): on this loaded 2-core machine that took more than 15 s in 2 of 21 restarts.
+	nd.readyTimeout = 45 * time.Second
 	nd.ready = func(ctx context.Context) error {
 		if initErr != nil {
 			return initErr

@@ -7,8 +7,8 @@ import (
 	"github.com/lockchaos/lockchaos/faults"
 )
 
-// Session locks on SQL servers (DESIGN.md §15): pg-advisory on one PostgreSQL (algorithms/
-// pg_advisory.go). The server holds a session lock for as long as the session lives, with no TTL
+// Locks on PostgreSQL (DESIGN.md §15): pg-advisory and pg-advisory-xact (algorithms/
+// pg_advisory.go), session locks, and pg-lease (algorithms/pg_lease.go), a lease row. The server holds a session lock for as long as the session lives, with no TTL
 // (Lease.TTL 0: the checker's lock model never lets it expire), through any pause of the holder,
 // and drops it when the session ends; the holder learns it only at its next statement, so the
 // careful client's Valid asks the server. Their variants are the "sql" family's (Family): the
@@ -113,6 +113,29 @@ func init() {
 	// 5 of 5 seeds safe: the open transaction pins its server session until COMMIT.
 	xact["pgbouncer-transaction"] = "S: the open transaction pins its pooled session until COMMIT"
 	Expect("pg-advisory-xact", xact)
+
+	// pg-lease: a lease row on the server's clock, its version the fence (the runner turns the
+	// resource's fence check on). Seeds 1–2 each, 2026-11-26. restart is left without an
+	// expectation: the committed row survives the restart, so nobody else is granted within the
+	// danger window (restart's 4 s TTL after a 2–15 s recovery): unknown by the evidence rule,
+	// 1 run of 2; the other restart did not come back within the 15 s of then.
+	Expect("pg-lease", map[string]string{
+		"baseline":       "S",
+		"client-crash":   "S: the dead holder's lease expires on the server's clock",
+		"client-pause":   "Uc: the paused holder writes after its lease expired; its fence is rejected, no update lost",
+		"clock-skew":     "S: the lease is timed by the server's now(); the skewed clock only shortens its own validity",
+		"slow-release":   "S: the release matches owner and version",
+		"failover":       na("one PostgreSQL server: no standby to promote (postgres-standby is not built yet)"),
+		"clock-jump":     na("the fault shifts Redis key TTLs, not the server's now()"),
+		"partition":      "S: the careful client's validity check stops the late write",
+		"latency":        "S",
+		"getset-race":    na("the race is GETSET's own"),
+		"node-kill":      "X: the only server is gone",
+		"zk-leader-kill": na("one PostgreSQL server: no ZooKeeper leader"),
+		"session-kill":   "S: the lease is a row, not a session: ending the session changes nothing",
+		// Each upsert is one transaction: any pooled session may run it.
+		"pgbouncer-transaction": "S: each statement is its own transaction; no session state",
+	})
 	catch("pgbouncer-transaction", "pg-advisory-no-valid", "Us: as pg-advisory: two clients' locks land in one pooled session")
 	catch("session-kill", "pg-advisory-no-valid", "Ul: the holder whose session was killed writes while the next client holds")
 }
