@@ -113,7 +113,8 @@ var ErrGaveUp = errors.New("lockchaos: acquire gave up")
 // Validator is implemented by Lockers whose lease can end before its Validity says: a lease kept
 // alive by a watchdog that may fail to renew it, or a ZooKeeper session that may be lost. Valid
 // reports whether the holder may still assume it holds l; it must answer at once from local
-// state (no request to a server). The harness's careful client asks it before its read and its
+// state (no request to a server) — except a session lock's (pg-advisory, DESIGN.md §15), which
+// has no lease to count and asks its server, bounded by its OpTimeout. The harness's careful client asks it before its read and its
 // write, in addition to checking Validity by its clock.
 type Validator interface {
 	Valid(l Lease) bool
