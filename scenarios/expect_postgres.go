@@ -115,7 +115,8 @@ func init() {
 	Expect("pg-advisory-xact", xact)
 
 	// pg-lease: a lease row on the server's clock, its version the fence (the runner turns the
-	// resource's fence check on). Seeds 1–2 each, 2026-11-26. restart is left without an
+	// resource's fence check on). Seeds 1–5 each (restart 1–2), 2026-11-26; client-pause: 5 of 5
+	// with the stale write rejected, 0 lost updates. restart is left without an
 	// expectation: the committed row survives the restart, so nobody else is granted within the
 	// danger window (restart's 4 s TTL after a 2–15 s recovery): unknown by the evidence rule,
 	// 1 run of 2; the other restart did not come back within the 15 s of then.
