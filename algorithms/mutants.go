@@ -75,6 +75,19 @@ func init() {
 			New:    newZooKeeperWith(zkMutation{watchLowest: true}),
 		},
 		{
+			Name: "pg-advisory-no-valid", Mutant: "pg-advisory", Topologies: []string{topoPostgres, topoPostgresPgBouncer},
+			Removed: "asking the server: the holder trusts its session lock without checking that its session " +
+				"still holds it (Valid is always true)",
+			Points: []string{"acquire:after-lock", "release:before-unlock"},
+			New: func(cfg Config) (Locker, error) {
+				l, err := newPgAdvisoryWith(cfg, true)
+				if err != nil {
+					return nil, err
+				}
+				return l, nil
+			},
+		},
+		{
 			Name: "zookeeper-ignore-session", Mutant: "zookeeper", Topologies: []string{topoZooKeeper},
 			Removed: "the session check: the holder keeps using the lock after its session expired (Valid is always true)",
 			Points:  []string{"acquire:after-create", "release:before-delete"},

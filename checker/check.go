@@ -137,7 +137,7 @@ func (r *run) grantViolations(grants []grant, k0 int) ([]Violation, map[int]bool
 		vs = append(vs, Violation{Kind: "service", Class: ServiceClass, AtMs: ms(b.Return), A: ref(a), B: ref(b),
 			Explanation: fmt.Sprintf("the lock service granted acq %d to client %d by %.3fms while acq %d of client %d held a lease that %s and had not been released",
 				b.ID, b.Client, ms(b.Return), a.ID, a.Client, until),
-			Cause: fmt.Sprintf("client %d granted at %s while client %d's lease ran to %s; %s", b.Client, history.FormatNs(b.Return), a.Client, history.FormatNs(g.until), cause)})
+			Cause: fmt.Sprintf("client %d granted at %s while client %d's %s; %s", b.Client, history.FormatNs(b.Return), a.Client, leaseRan(g.until), cause)})
 	}
 	return vs, illegal, causeOf
 }
@@ -225,4 +225,13 @@ func unlocatedLostClass(serviceFault bool) Class {
 // lostUpdateViolation is the violation of a lost update porcupine proved without one located.
 func lostUpdateViolation(c Class) Violation {
 	return Violation{Kind: "lost-update", Class: c, Explanation: "porcupine found no order of atomic increments that explains the counter: an update was lost"}
+}
+
+// leaseRan says how long a held lease ran: to a time, or — a lease without TTL (a session lock) —
+// until its release.
+func leaseRan(until int64) string {
+	if until == history.Never {
+		return "lock was held until released (no TTL)"
+	}
+	return "lease ran to " + history.FormatNs(until)
 }

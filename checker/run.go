@@ -59,10 +59,14 @@ func (r *run) acquireOf(o *history.Operation) (int, bool) {
 
 // ttl is the lease the server enforces for the acquire op (its completion's ttl_ns, else the
 // run's), shortened by the drift the server clock may have: the earliest the lease can end,
-// measured from when the lease started. 0 means the lease never expires.
+// measured from when the lease started. 0 means the lease never expires: the acquire said so
+// (history.NoTTL), or neither it nor the run has a TTL.
 func (r *run) ttl(o *history.Operation) int64 {
 	t := o.TTLNs
-	if t <= 0 {
+	if t < 0 {
+		return 0
+	}
+	if t == 0 {
 		t = r.meta.TTLNs
 	}
 	if t <= 0 {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"io"
+	"syscall"
 	"time"
 )
 
@@ -75,4 +76,7 @@ type server struct {
 	ensemble []*node
 	// argv, for servers only the local backend runs (etcd), is the command given the node's dir.
 	argv func(dir string) []string
+	// cred, when set, runs the process as another user: PostgreSQL and pgbouncer refuse to run
+	// as root (serverUser).
+	cred *syscall.Credential
 }

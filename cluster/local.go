@@ -81,7 +81,7 @@ func (m *process) start(ctx context.Context, restart bool) error {
 			n.report(fmt.Sprintf("lockchaos: %s (%s) exited by itself: %v\n%s\n", n.Name, n.Addr, err, logTail(m.logPath, 15)))
 		}
 	}
-	p, err := spawn(m.b.sp, m.dir, m.logPath, argv, onCrash)
+	p, err := spawn(m.b.sp, m.dir, m.logPath, argv, m.n.srv.cred, onCrash)
 	if err != nil {
 		return err
 	}

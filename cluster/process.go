@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -86,8 +87,9 @@ type proc struct {
 
 // spawn starts argv (never through a shell) in its own process group, with SIGKILL as its parent
 // death signal, appending stdout and stderr to logPath.
-// onCrash, if not nil, is called (from another goroutine) when the process exits by itself.
-func spawn(s *spawner, dir, logPath string, argv []string, onCrash func(error)) (*proc, error) {
+// cred, if not nil, is the user it runs as. onCrash, if not nil, is called (from another
+// goroutine) when the process exits by itself.
+func spawn(s *spawner, dir, logPath string, argv []string, cred *syscall.Credential, onCrash func(error)) (*proc, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -98,7 +100,8 @@ func spawn(s *spawner, dir, logPath string, argv []string, onCrash func(error)) 
 	cmd.Stderr = f
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LANG=C"}
 	// Setpgid lets Kill/Pause signal the whole group (java may fork helpers).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Go sets the parent death signal after it changes the credentials (which would clear it).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
 	if err := s.start(cmd); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
@@ -140,9 +143,52 @@ func (p *proc) signal(sig syscall.Signal) error {
 func (p *proc) kill() {
 	p.quiet.Store(true)
 	if !p.exited() {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		pid := p.cmd.Process.Pid
+		// Children that left the group die too: PostgreSQL's backends call setsid(), and outlive
+		// a SIGKILL of the postmaster's group (they hold the old shared memory, so the restarted
+		// server waits for them). The group is stopped first, so nothing forks meanwhile.
+		_ = syscall.Kill(-pid, syscall.SIGSTOP)
+		for _, d := range descendants(pid) {
+			_ = syscall.Kill(d, syscall.SIGKILL)
+		}
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
 	}
 	<-p.done
+}
+
+// descendants lists the processes below pid, by their parent pids in /proc.
+func descendants(pid int) []int {
+	kids := map[int][]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parens, so cut at the last ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, err := strconv.Atoi(f[1]); err == nil {
+			kids[ppid] = append(kids[ppid], child)
+		}
+	}
+	var out []int
+	for todo := kids[pid]; len(todo) > 0; {
+		c := todo[0]
+		todo = append(todo[1:], kids[c]...)
+		out = append(out, c)
+	}
+	return out
 }
 
 // logTail returns the last n lines of a log file, for error messages.

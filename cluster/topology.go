@@ -24,6 +24,9 @@ type topology struct {
 	// failover fails the named master over its own way; nil: kill it (redis-sentinel's way,
 	// Sentinel promotes by itself).
 	failover func(c *topo, ctx context.Context, master string) error
+	// killSessions ends client's sessions on the server (SessionKiller); nil when the topology
+	// has no sessions to end.
+	killSessions func(c *topo, ctx context.Context, client int) (int, error)
 }
 
 var extraTopologies = map[string]topology{}
@@ -57,9 +60,15 @@ func normalizeExtra(s Spec) (Spec, error) {
 // extraRequirements lists what the registered topologies need, for doctor.
 func extraRequirements() []Requirement {
 	var out []Requirement
+	seen := map[string]bool{}
 	for _, name := range Topologies {
 		if t, ok := extraTopologies[name]; ok {
-			out = append(out, t.needs()...)
+			for _, r := range t.needs() {
+				if !seen[r.Name] { // postgres-pgbouncer needs postgres's binaries too
+					seen[r.Name] = true
+					out = append(out, r)
+				}
+			}
 		}
 	}
 	return out

@@ -92,8 +92,12 @@ func (c *client) once(ctx context.Context) error {
 		}
 		return nil
 	}
+	ttl := int64(lease.TTL)
+	if ttl == 0 && lease.NoExpiry {
+		ttl = history.NoTTL
+	}
 	c.rec.complete(acq, history.TypeOk, history.Event{Fence: lease.Fence,
-		ValidityNs: int64(lease.Validity), TTLNs: int64(lease.TTL), SentNs: sent.Load()})
+		ValidityNs: int64(lease.Validity), TTLNs: ttl, SentNs: sent.Load()})
 
 	if err := c.criticalSection(ctx, acq, start, lease); err != nil {
 		return errStop

@@ -85,6 +85,9 @@ type Meta struct {
 	Command string         `json:"command,omitempty"` // the command line that re-runs this cell
 }
 
+// NoTTL is the ttl_ns of an acquire whose lease never expires on the server (Event.TTLNs).
+const NoTTL = -1
+
 // Event is one line after the meta line. Which fields are set depends on Type and Op; the JSON
 // names are a contract (DESIGN.md §5): new fields may be added, none renamed.
 type Event struct {
@@ -103,7 +106,10 @@ type Event struct {
 	// Completion of an acquire; Fence also on a write invocation.
 	Fence      uint64 `json:"fence,omitempty"`
 	ValidityNs int64  `json:"validity_ns,omitempty"`
-	TTLNs      int64  `json:"ttl_ns,omitempty"`
+	// TTLNs is the lease the server enforces; absent (0), the run's TTL (meta) is assumed. NoTTL
+	// (-1) says the lease has none: the server holds the lock until it is released or the
+	// holder's session ends (a session lock, DESIGN.md §15), and the checker never expires it.
+	TTLNs int64 `json:"ttl_ns,omitempty"`
 	// SentNs, on an acquire's completion, is when the attempt that won the lock was sent: the
 	// acquire's effect happened between it and the completion, whatever the earlier retries did.
 	// Absent (0) means the invocation time is the only bound known.

@@ -150,6 +150,8 @@ func Family(algorithm string) string {
 			return "redlock"
 		case "zookeeper":
 			return "zookeeper"
+		case "postgres", "postgres-pgbouncer", "mariadb":
+			return "sql" // session locks: none of the Redis variants apply (expect_postgres.go)
 		}
 	}
 	switch {

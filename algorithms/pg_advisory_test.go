@@ -1,0 +1,142 @@
+package algorithms_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/servertest"
+)
+
+func TestPgAdvisory(t *testing.T) {
+	t.Parallel()
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.Postgres, Clients: 3, Proxies: true})
+	ctx := context.Background()
+	killer, ok := c.(cluster.SessionKiller)
+	if !ok {
+		t.Fatal("the postgres cluster is no SessionKiller")
+	}
+
+	t.Run("handover", func(t *testing.T) {
+		a := newLocker(t, c, "pg-advisory", 1, "handover", opts{ttl: time.Second})
+		b := newLocker(t, c, "pg-advisory", 2, "handover", opts{ttl: time.Second})
+		checkHandOver(t, a, b, func(t *testing.T, l algorithms.Lease) {
+			if l.Fence != 0 || l.Validity != 0 || l.TTL != 0 {
+				t.Errorf("lease %+v, want no fence, Validity 0 and TTL 0 (held while the session lives)", l)
+			}
+			if !a.(algorithms.Validator).Valid(l) {
+				t.Errorf("Valid is false for a lock just taken")
+			}
+		})
+		// The other way: B's cancelled wait left its session usable (a fresh one).
+		checkHandOver(t, b, a, nil)
+	})
+
+	t.Run("xact-handover", func(t *testing.T) {
+		a := newLocker(t, c, "pg-advisory-xact", 1, "xact", opts{ttl: time.Second})
+		b := newLocker(t, c, "pg-advisory-xact", 2, "xact", opts{ttl: time.Second})
+		checkHandOver(t, a, b, func(t *testing.T, l algorithms.Lease) {
+			if !a.(algorithms.Validator).Valid(l) {
+				t.Errorf("Valid is false for a lock just taken in its transaction")
+			}
+		})
+		checkHandOver(t, b, a, nil)
+	})
+
+	t.Run("release-twice", func(t *testing.T) {
+		a := newLocker(t, c, "pg-advisory", 1, "twice", opts{ttl: time.Second})
+		la := acquire(t, a, 5*time.Second)
+		if err := a.Release(ctx, la); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Release(ctx, la); !errors.Is(err, algorithms.ErrNotHeld) {
+			t.Errorf("second Release = %v, want ErrNotHeld", err)
+		}
+	})
+
+	// The server ends the holder's session: the waiter is granted at once, the holder learns it
+	// only by asking (Valid), and the no-valid mutant does not ask.
+	for _, tc := range []struct {
+		alg       string
+		wantValid bool
+	}{{"pg-advisory", false}, {"pg-advisory-no-valid", true}, {"pg-advisory-xact", false}} {
+		t.Run("session-kill/"+tc.alg, func(t *testing.T) {
+			name := "kill-" + tc.alg
+			a := newLocker(t, c, tc.alg, 1, name, opts{ttl: time.Second})
+			b := newLocker(t, c, "pg-advisory", 2, name, opts{ttl: time.Second})
+			la := acquire(t, a, 5*time.Second)
+			got := make(chan error, 1)
+			go func() {
+				actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				lb, err := b.Acquire(actx)
+				if err == nil {
+					err = b.Release(ctx, lb)
+				}
+				got <- err
+			}()
+			time.Sleep(100 * time.Millisecond)
+			n, err := killer.KillSessions(ctx, 1)
+			if err != nil || n != 1 {
+				t.Fatalf("KillSessions(1) = %d, %v; want 1", n, err)
+			}
+			select {
+			case err := <-got:
+				if err != nil {
+					t.Fatalf("B after A's session was killed: %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("B not granted 5 s after A's session was killed")
+			}
+			if v := a.(algorithms.Validator).Valid(la); v != tc.wantValid {
+				t.Errorf("%s: Valid after its session was killed = %v, want %v", tc.alg, v, tc.wantValid)
+			}
+			if err := a.Release(ctx, la); err != nil && !errors.Is(err, algorithms.ErrNotHeld) && !algorithms.IsUnknown(err) {
+				t.Errorf("Release after the kill = %v, want nil (the session is closed), ErrNotHeld or unknown", err)
+			}
+			// A's next acquire starts a new session.
+			la = acquire(t, a, 5*time.Second)
+			if err := a.Release(ctx, la); err != nil {
+				t.Errorf("Release on the new session: %v", err)
+			}
+		})
+	}
+}
+
+func TestPgLease(t *testing.T) {
+	t.Parallel()
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.Postgres, Clients: 2, Proxies: true})
+	ctx := context.Background()
+	a := newLocker(t, c, "pg-lease", 1, "lease", opts{ttl: 500 * time.Millisecond})
+	b := newLocker(t, c, "pg-lease", 2, "lease", opts{ttl: 500 * time.Millisecond})
+	var last uint64
+	checkHandOver(t, a, b, func(t *testing.T, l algorithms.Lease) {
+		if l.Fence == 0 || l.TTL != 500*time.Millisecond || l.Validity != l.TTL {
+			t.Errorf("lease %+v, want a fence, TTL and Validity 500ms", l)
+		}
+		last = l.Fence
+	})
+	// The lease expires on the server's clock: B takes it over without A's release, with a
+	// larger fence, and A's late release is refused.
+	la := acquire(t, a, 5*time.Second)
+	if la.Fence <= last {
+		t.Errorf("fence %d after %d: versions must grow across releases", la.Fence, last)
+	}
+	t0 := time.Now()
+	lb := acquire(t, b, 5*time.Second)
+	if d := time.Since(t0); d < 400*time.Millisecond {
+		t.Errorf("B took the lease over after %v, before it expired", d)
+	}
+	if lb.Fence <= la.Fence {
+		t.Errorf("takeover fence %d not above %d", lb.Fence, la.Fence)
+	}
+	if err := a.Release(ctx, la); !errors.Is(err, algorithms.ErrNotHeld) {
+		t.Errorf("A's release after the takeover = %v, want ErrNotHeld", err)
+	}
+	if err := b.Release(ctx, lb); err != nil {
+		t.Errorf("B Release: %v", err)
+	}
+}

@@ -1,0 +1,122 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+)
+
+// PostgresPgBouncer is one PostgreSQL server behind pgbouncer in transaction pooling mode
+// (DESIGN.md §15): clients reach pgbouncer (Endpoints.Addrs[0]), which runs each of their
+// transactions on one of a small pool of server sessions. A session-level advisory lock taken
+// through it stays on whichever server session ran the statement, which goes back to the pool:
+// the holder's next statement, and every other client's, may run in that session or another
+// (pgbouncer/pgbouncer#102, #418; goauthentik/authentik#23876).
+const PostgresPgBouncer = "postgres-pgbouncer"
+
+// KindPgBouncer is a pgbouncer.
+const KindPgBouncer Kind = "pgbouncer"
+
+// pgBouncerBin is Debian's pgbouncer.
+var pgBouncerBin = "/usr/sbin/pgbouncer"
+
+// PgBouncerPoolSize is the server sessions pgbouncer keeps for the clients' database: fewer than
+// the catalogue's 5 clients, so sessions are shared.
+const PgBouncerPoolSize = 2
+
+func init() {
+	registerTopology(PostgresPgBouncer, topology{
+		nodes: func(n int) (int, error) {
+			if n > 1 {
+				return n, fmt.Errorf("postgres-pgbouncer with %d nodes (it has one server; use --nodes 1)", n)
+			}
+			return 1, nil
+		},
+		needs: func() []Requirement {
+			return append(pgRequirements(), withVersion(checkFile(pgBouncerBin, "pgbouncer"), pgBouncerVersion))
+		},
+		start:        (*topo).startPgBouncer,
+		leader:       pgServer,
+		killSessions: pgKillSessions,
+	})
+}
+
+// startPgBouncer starts the server, then pgbouncer in front of it. pgbouncer is the first data
+// node, so Endpoints.Addrs[0] is each client's way in through it; the server's own address (and a
+// client's proxy to it) is there too, second, for the harness and for faults.
+func (c *topo) startPgBouncer(ctx context.Context) error {
+	ports, err := freePorts(2)
+	if err != nil {
+		return err
+	}
+	pg, err := c.newPostgresNode("pg-1", ports[1])
+	if err != nil {
+		return err
+	}
+	cred, err := serverCred()
+	if err != nil {
+		return err
+	}
+	var cfgErr error
+	argv := func(dir string) []string {
+		cfgErr = writePgBouncerConfig(dir, ports[0], ports[1], cred)
+		return []string{pgBouncerBin, filepath.Join(dir, "pgbouncer.ini")}
+	}
+	pb := c.newNode("pgbouncer-1", KindPgBouncer, []int{ports[0]}, server{argv: argv, cred: cred})
+	pb.ready = func(ctx context.Context) error {
+		if cfgErr != nil {
+			return cfgErr
+		}
+		return pgPing(ctx, pb.Addr)
+	}
+	c.add(pb)
+	c.add(pg)
+	if err := c.launchAll(ctx, []*node{pg}); err != nil {
+		return err
+	}
+	return c.launchAll(ctx, []*node{pb})
+}
+
+// writePgBouncerConfig writes pgbouncer.ini and its auth file into dir. Transaction pooling, a
+// pool of PgBouncerPoolSize, trust auth (as the server's), everything else pgbouncer's default:
+// server_reset_query (DISCARD ALL, which would drop a session's advisory locks) is not run in
+// transaction mode, as server_reset_query_always is off.
+func writePgBouncerConfig(dir string, port, pgPort int, cred *syscall.Credential) error {
+	if err := ownDir(dir, cred); err != nil {
+		return err
+	}
+	auth := filepath.Join(dir, "userlist.txt")
+	if err := os.WriteFile(auth, []byte(strconv.Quote(PostgresUser)+` ""`+"\n"), 0o644); err != nil {
+		return err
+	}
+	_, err := writeConfig(dir, "pgbouncer.ini", []string{
+		"[databases]",
+		fmt.Sprintf("postgres = host=127.0.0.1 port=%d dbname=postgres", pgPort),
+		"[pgbouncer]",
+		"listen_addr = 127.0.0.1",
+		fmt.Sprintf("listen_port = %d", port),
+		"unix_socket_dir = " + dir,
+		"auth_type = trust",
+		"auth_file = " + auth,
+		"pool_mode = transaction",
+		fmt.Sprintf("default_pool_size = %d", PgBouncerPoolSize),
+		"min_pool_size = 0",
+		"reserve_pool_size = 0",
+		"max_client_conn = 200",
+		"admin_users = " + PostgresUser,
+		"ignore_startup_parameters = extra_float_digits",
+		"log_connections = 0",
+		"log_disconnections = 0",
+	})
+	return err
+}
+
+// pgBouncerVersion turns "PgBouncer 1.18.0\n..." into "1.18.0".
+func pgBouncerVersion(path string) string {
+	var name, v string
+	fmt.Sscan(output(path, "--version"), &name, &v)
+	return v
+}

@@ -1,0 +1,75 @@
+package harness_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/harness"
+)
+
+// TestPostgresCells runs the PostgreSQL locks' baseline and flagship cells against real servers,
+// one at a time: each lock is safe alone; a session advisory lock through pgbouncer's
+// transaction pool is not (and the transaction-level one is); the session-kill fault catches the
+// holder that trusts its session lock without asking the server, where the careful one writes
+// nothing after it lost the lock.
+func TestPostgresCells(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	std := harness.Workload{Clients: 5, TTL: 500 * time.Millisecond, Hold: 10 * time.Millisecond}
+	kill := []faults.Spec{{Kind: "session-kill", Point: "cs:acquired"}}
+	for _, tc := range []struct {
+		name, alg, topology string
+		faults              []faults.Spec
+		fencing             bool
+		want                checker.Verdict
+		check               func(t *testing.T, r *checker.Result)
+	}{
+		{name: "baseline/pg-advisory", alg: "pg-advisory", want: checker.Safe},
+		{name: "baseline/pg-advisory-xact", alg: "pg-advisory-xact", want: checker.Safe},
+		{name: "baseline/pg-lease", alg: "pg-lease", fencing: true, want: checker.Safe},
+		{name: "pgbouncer/pg-advisory", alg: "pg-advisory", topology: "postgres-pgbouncer", want: checker.Unsafe,
+			check: func(t *testing.T, r *checker.Result) {
+				if r.ServiceViolations == 0 || r.LostUpdates == 0 {
+					t.Errorf("%d illegal grants, %d lost updates: want both > 0 (two clients in one pooled session)",
+						r.ServiceViolations, r.LostUpdates)
+				}
+			}},
+		{name: "pgbouncer/pg-advisory-xact", alg: "pg-advisory-xact", topology: "postgres-pgbouncer", want: checker.Safe},
+		{name: "session-kill/pg-advisory", alg: "pg-advisory", faults: kill, want: checker.Unsafe,
+			check: func(t *testing.T, r *checker.Result) {
+				if len(r.FaultsFired) == 0 {
+					t.Errorf("session-kill did not fire")
+				}
+				if r.ViolationClass == nil || *r.ViolationClass != checker.ServiceClass || r.LostUpdates != 0 {
+					t.Errorf("class %v, %d lost updates: want the service's grant and no lost update (the holder asked and did not write)",
+						r.ViolationClass, r.LostUpdates)
+				}
+			}},
+		{name: "session-kill/pg-advisory-no-valid", alg: "pg-advisory-no-valid", faults: kill, want: checker.Unsafe,
+			check: func(t *testing.T, r *checker.Result) {
+				if r.LostUpdates == 0 {
+					t.Errorf("no lost update: the holder that does not ask should have written into the next holder's lock")
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, harness.Config{Algorithm: tc.alg, Scenario: tc.name, Topology: tc.topology, Seed: 1,
+				Duration: 2 * time.Second, StuckAfter: 1500 * time.Millisecond, Faults: tc.faults,
+				Workload: func() harness.Workload { w := std; w.Fencing = tc.fencing; return w }()})
+			t.Logf("%s: %s, %d acquires, %d illegal grants, %d lost updates, evidence %s", tc.name, r.Verdict,
+				r.AcquiresOk, r.ServiceViolations, r.LostUpdates, r.Evidence)
+			if r.Verdict != tc.want {
+				t.Errorf("verdict %s, want %s (first violation %+v)", r.Verdict, tc.want, r.FirstViolation)
+			}
+			if tc.want == checker.Safe && (r.Evidence != "ok" || r.AcquiresOk < 20) {
+				t.Errorf("safe with evidence %q and %d acquires: want ok and dozens", r.Evidence, r.AcquiresOk)
+			}
+			if tc.check != nil {
+				tc.check(t, r)
+			}
+		})
+	}
+}
