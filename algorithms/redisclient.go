@@ -32,29 +32,23 @@ func newLockClient(cfg Config, addr string, timeout time.Duration) redis.Univers
 }
 
 // newRedisClient connects to one Redis node, or to the master Sentinel names when cfg.Sentinel is
-// set. It never retries a command (a retried SET NX could be a second, different write) and
-// bounds every step by timeout, so a black-holed link fails fast.
+// set.
 func newRedisClient(cfg Config, addr string, timeout time.Duration) *redis.Client {
-	noMaint := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	o := redisOptions(cfg, timeout)
 	if cfg.Sentinel != nil {
-		return redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName:            cfg.Sentinel.MasterName,
-			SentinelAddrs:         cfg.Sentinel.Addrs,
-			Dialer:                probeDialer(cfg.Dial),
-			Protocol:              2,
-			MaxRetries:            -1,
-			DialTimeout:           timeout,
-			DialerRetries:         1,
-			ReadTimeout:           timeout,
-			WriteTimeout:          timeout,
-			PoolTimeout:           timeout,
-			ContextTimeoutEnabled: true,
-			PoolSize:              8,
-			DisableIdentity:       true,
-		})
+		o.MasterName, o.Addrs = cfg.Sentinel.MasterName, cfg.Sentinel.Addrs
+		return redis.NewFailoverClient(o.Failover())
 	}
-	return redis.NewClient(&redis.Options{
-		Addr:                     addr,
+	o.Addrs = []string{addr}
+	return redis.NewClient(o.Simple())
+}
+
+// redisOptions are the options of every Redis client of the algorithms (one node, Sentinel's
+// master, a cluster): it never retries a command (a retried SET NX could be a second, different
+// write), bounds every step by timeout, so a black-holed link fails fast, and dials through
+// cfg.Dial with a probe (probeDialer).
+func redisOptions(cfg Config, timeout time.Duration) *redis.UniversalOptions {
+	return &redis.UniversalOptions{
 		Dialer:                   probeDialer(cfg.Dial),
 		Protocol:                 2,
 		MaxRetries:               -1,
@@ -66,8 +60,8 @@ func newRedisClient(cfg Config, addr string, timeout time.Duration) *redis.Clien
 		ContextTimeoutEnabled:    true,
 		PoolSize:                 8,
 		DisableIdentity:          true,
-		MaintNotificationsConfig: noMaint,
-	})
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	}
 }
 
 // probeDialer dials (through dial, when set) and sends one PING on the fresh connection before

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // Topology name of Redis Cluster (cluster.RedisCluster).
@@ -17,30 +16,18 @@ const topoRedisCluster = "redis-cluster"
 // names its nodes by the addresses they announce, which cfg.Dial maps to this client's proxies,
 // so every byte still crosses a faultable hop.
 //
-// MaxRedirects 0: go-redis's cluster client would otherwise resend a command after a timeout or
-// an EOF (its "retry the same node, then another"), and a resent SET NX is a second write whose
-// outcome the first one's error hides. A MOVED or ASK reply is then returned as the command's
-// error — a definite one, the server answered without writing — and the algorithm's next attempt
-// goes where the reloaded slot map says. The slot map is reloaded after every error that is not a
+// MaxRedirects -1, which go-redis reads as 0 (its 0 means its default, 3: the first form of this
+// client said 0 and was retrying): its cluster client would otherwise resend a command after a
+// timeout or an EOF (its "retry the same node, then another"), and a resent SET NX is a second
+// write whose outcome the first one's error hides. A MOVED or ASK reply is then returned as the
+// command's error — a definite one, the server answered without writing — and the algorithm's
+// next attempt goes where the reloaded slot map says. The slot map is reloaded after every error that is not a
 // plain reply (a dead master refuses the probe; a failover moves the slot without any MOVED
 // reaching this client), so after a failover the next attempt reaches the promoted replica.
 func newRedisClusterClient(cfg Config, timeout time.Duration) *redis.ClusterClient {
-	c := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs:                    cfg.Addrs,
-		Dialer:                   probeDialer(cfg.Dial),
-		Protocol:                 2,
-		MaxRedirects:             0,
-		MaxRetries:               -1,
-		DialTimeout:              timeout,
-		DialerRetries:            1,
-		ReadTimeout:              timeout,
-		WriteTimeout:             timeout,
-		PoolTimeout:              timeout,
-		ContextTimeoutEnabled:    true,
-		PoolSize:                 8,
-		DisableIdentity:          true,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-	})
+	o := redisOptions(cfg, timeout)
+	o.Addrs, o.MaxRedirects = cfg.Addrs, -1
+	c := redis.NewClusterClient(o.Cluster())
 	c.AddHook(reloadOnError{c})
 	return c
 }
