@@ -98,7 +98,7 @@ func writePgBouncerConfig(dir string, port, pgPort int, cred *syscall.Credential
 		"[pgbouncer]",
 		"listen_addr = 127.0.0.1",
 		fmt.Sprintf("listen_port = %d", port),
-		"unix_socket_dir = " + dir,
+		"unix_socket_dir = ", // none: TCP only (a node dir's path may be too long for a socket's)
 		"auth_type = trust",
 		"auth_file = " + auth,
 		"pool_mode = transaction",

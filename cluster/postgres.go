@@ -154,7 +154,9 @@ func (c *topo) newPostgresNode(name string, port int) (*node, error) {
 		return append([]string{filepath.Join(pgBinDir, "postgres"),
 			"-D", filepath.Join(dir, "data"),
 			"-p", strconv.Itoa(port),
-			"-k", dir, // the unix socket in the node dir, not /var/run/postgresql
+			// No unix socket: clients and lockchaos reach it over TCP, and a socket's path (the node
+			// dir's, under a test's long temp dir) may exceed the 107 bytes a socket path can have.
+			"-k", "",
 		}, pgFlags...)
 	}
 	nd := c.newNode(name, KindPostgres, []int{port}, server{argv: argv, cred: cred})
