@@ -47,7 +47,9 @@ func TestFencingEndToEnd(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			rc, _, err := runner.RunCell(ctx, cell, runner.Options{Out: t.TempDir(), Seed: 1}, 0)
+			// A fence regression comes after the illegal grant the run would stop at: the whole
+			// run shows it (--full).
+			rc, _, err := runner.RunCell(ctx, cell, runner.Options{Out: t.TempDir(), Seed: 1, Full: tc.regressions}, 0)
 			if errors.Is(err, cluster.ErrMissingBinary) {
 				testenv.MissingServer(t, err)
 			}
