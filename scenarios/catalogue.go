@@ -332,8 +332,12 @@ func registerCatalogue() bool {
 		// standard 1 s, go-zookeeper gives a server up after 667 ms of silence (2/3 of the
 		// session), which the JVM servers of a loaded machine reach without any fault; that
 		// Disconnected woke the latch mutant with the kill removed (TestEveryScenarioNeedsItsFault,
-		// load average 8 on 2 cores).
-		Workload: std.merge(Workload{Duration: ms(2500), Hold: ms(200), SessionTimeout: ms(3000)}),
+		// load average 8 on 2 cores). Acquires of up to 3 s: five clients holding 200 ms each make
+		// the last waiter wait about 850 ms, and with the default 1 s a waiter that gave up under
+		// load deleted its node, which woke its successor — the latch mutant's bug without any
+		// fault (2 of 5 runs of that test here, seed 1: client 1's acquire timed out at 1.02 s,
+		// client 2 was granted at 1.04 s while client 4 held).
+		Workload: std.merge(Workload{Duration: ms(2500), Hold: ms(200), SessionTimeout: ms(3000), AcquireTimeout: ms(3000)}),
 		Faults:   []faults.Spec{{Kind: "restart", Point: "cs:acquired", Skip: 3, For: ms(1000), Nodes: "leader"}},
 		Expect: map[string]string{
 			"zookeeper": "S", "setnx": na("a ZooKeeper scenario"), "setnx-expire": na("a ZooKeeper scenario"),
