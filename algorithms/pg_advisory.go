@@ -47,8 +47,28 @@ type pgAdvisoryLocker struct {
 	noValid bool // the pg-advisory-no-valid mutant
 	xact    bool // pg-advisory-xact
 
+	pgSession
+}
+
+// pgSession is a PostgreSQL client's one connection, as the lockers of this file and pg_lease.go
+// hold it.
+type pgSession struct {
 	mu   sync.Mutex
 	conn *pgx.Conn // nil when there is none (never connected, or dropped after an error)
+}
+
+// Close ends the client's session.
+func (s *pgSession) Close() error {
+	s.mu.Lock()
+	conn := s.conn
+	s.conn = nil
+	s.mu.Unlock()
+	if conn == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return conn.Close(ctx)
 }
 
 // pgAdvisoryLease is the Lease.Data of pg-advisory: the connection the lock was taken on.
@@ -254,20 +274,6 @@ func (l *pgAdvisoryLocker) Release(ctx context.Context, lease Lease) error {
 		return fmt.Errorf("pg_advisory_unlock returned false: %w", ErrNotHeld)
 	}
 	return nil
-}
-
-// Close ends the client's session.
-func (l *pgAdvisoryLocker) Close() error {
-	l.mu.Lock()
-	conn := l.conn
-	l.conn = nil
-	l.mu.Unlock()
-	if conn == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	return conn.Close(ctx)
 }
 
 func init() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -29,8 +28,7 @@ type pgLeaseLocker struct {
 	cfg   Config
 	owner string
 
-	mu     sync.Mutex
-	conn   *pgx.Conn
+	pgSession
 	tabled bool // the table exists (created by this client or another)
 }
 
@@ -154,20 +152,6 @@ func (l *pgLeaseLocker) Release(ctx context.Context, lease Lease) error {
 		return fmt.Errorf("lease taken over (version %d no longer ours): %w", d.version, ErrNotHeld)
 	}
 	return nil
-}
-
-// Close closes the connection.
-func (l *pgLeaseLocker) Close() error {
-	l.mu.Lock()
-	conn := l.conn
-	l.conn = nil
-	l.mu.Unlock()
-	if conn == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	return conn.Close(ctx)
 }
 
 func init() {
