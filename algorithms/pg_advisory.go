@@ -160,14 +160,14 @@ func (l *pgAdvisoryLocker) session(ctx context.Context) (*pgx.Conn, error) {
 	return conn, nil
 }
 
-// drop closes conn (ending its session, and with it any lock it holds) if it is still the
-// client's connection.
-func (l *pgAdvisoryLocker) drop(conn *pgx.Conn) {
-	l.mu.Lock()
-	if l.conn == conn {
-		l.conn = nil
+// drop closes conn (ending its session, and with it any lock it holds) and forgets it if it is
+// still the client's connection.
+func (s *pgSession) drop(conn *pgx.Conn) {
+	s.mu.Lock()
+	if s.conn == conn {
+		s.conn = nil
 	}
-	l.mu.Unlock()
+	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_ = conn.Close(ctx)

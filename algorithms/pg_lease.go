@@ -69,17 +69,6 @@ func (l *pgLeaseLocker) session(ctx context.Context) (*pgx.Conn, error) {
 	return l.conn, nil
 }
 
-func (l *pgLeaseLocker) drop(conn *pgx.Conn) {
-	l.mu.Lock()
-	if l.conn == conn {
-		l.conn = nil
-	}
-	l.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	_ = conn.Close(ctx)
-}
-
 // Acquire tries the upsert until a row comes back, RetryDelay apart.
 func (l *pgLeaseLocker) Acquire(ctx context.Context) (Lease, error) {
 	ttlMs := l.cfg.TTL.Milliseconds()
