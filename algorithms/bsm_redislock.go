@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -45,8 +44,7 @@ type bsmLocker struct {
 	lc      *redislock.Client
 	refresh bool
 
-	mu   sync.Mutex
-	dogs map[*redislock.Lock]*watchdog
+	dogs watchdogs[*redislock.Lock] // the refresh form's loops, by lock
 }
 
 // bsmAcquireKey marks the context of an Obtain, for the hook: its value is the *bool the hook
@@ -69,7 +67,7 @@ func newBsm(cfg Config, name string, refresh bool) (Locker, error) {
 	}
 	rdb := newRedisClient(cfg, addr, cfg.OpTimeout)
 	rdb.AddHook(bsmHook{})
-	return &bsmLocker{cfg: cfg, rdb: rdb, lc: redislock.New(rdb), refresh: refresh, dogs: map[*redislock.Lock]*watchdog{}}, nil
+	return &bsmLocker{cfg: cfg, rdb: rdb, lc: redislock.New(rdb), refresh: refresh}, nil
 }
 
 func (l *bsmLocker) drift() time.Duration { return l.cfg.TTL/100 + 2*time.Millisecond }
@@ -99,38 +97,17 @@ func (l *bsmLocker) Acquire(ctx context.Context) (Lease, error) {
 		return Lease{Validity: l.cfg.TTL, TTL: l.cfg.TTL, Data: lock}, nil
 	}
 	// The Obtain's last script was sent no earlier than the call: the first lease runs from it.
-	d := &watchdog{until: sent.Add(l.cfg.TTL - l.drift()), stop: make(chan struct{}), done: make(chan struct{})}
-	l.mu.Lock()
-	l.dogs[lock] = d
-	l.mu.Unlock()
-	go l.refreshLoop(lock, d)
+	l.dogs.start(lock, sent.Add(l.cfg.TTL-l.drift()), l.cfg.TTL/3, func() (time.Time, bool) { return l.refreshOnce(lock) })
 	return Lease{TTL: l.cfg.TTL, Data: lock}, nil
 }
 
-// refreshLoop calls lock.Refresh every TTL/3 until it is stopped or a Refresh fails.
-func (l *bsmLocker) refreshLoop(lock *redislock.Lock, d *watchdog) {
-	defer close(d.done)
-	t := time.NewTicker(max(l.cfg.TTL/3, time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-d.stop:
-			return
-		case <-t.C:
-		}
-		sent := l.cfg.Clock.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.OpTimeout)
-		err := lock.Refresh(ctx, l.cfg.TTL, nil)
-		cancel()
-		d.mu.Lock()
-		if err != nil {
-			d.lost = true
-			d.mu.Unlock()
-			return
-		}
-		d.until = sent.Add(l.cfg.TTL - l.drift())
-		d.mu.Unlock()
-	}
+// refreshOnce calls lock.Refresh, every TTL/3 from the lock's watchdog: the lease then holds
+// until the call's time + TTL − drift.
+func (l *bsmLocker) refreshOnce(lock *redislock.Lock) (time.Time, bool) {
+	sent := l.cfg.Clock.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.OpTimeout)
+	defer cancel()
+	return sent.Add(l.cfg.TTL - l.drift()), lock.Refresh(ctx, l.cfg.TTL, nil) == nil
 }
 
 // Valid: the refresh form answers from its loop's state; the plain form asks lock.TTL.
@@ -140,33 +117,13 @@ func (l *bsmLocker) Valid(lease Lease) bool {
 		return false
 	}
 	if l.refresh {
-		l.mu.Lock()
-		d := l.dogs[lock]
-		l.mu.Unlock()
-		if d == nil {
-			return false
-		}
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		return !d.lost && l.cfg.Clock.Now().Before(d.until)
+		return l.dogs.holds(lock, l.cfg.Clock.Now())
 	}
 	sent := l.cfg.Clock.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.OpTimeout)
 	defer cancel()
 	left, err := lock.TTL(ctx)
 	return err == nil && left-l.cfg.Clock.Now().Sub(sent) > l.drift()
-}
-
-// stopRefresh stops the refresh loop of lock (if any) and waits for it.
-func (l *bsmLocker) stopRefresh(lock *redislock.Lock) {
-	l.mu.Lock()
-	d := l.dogs[lock]
-	delete(l.dogs, lock)
-	l.mu.Unlock()
-	if d != nil {
-		close(d.stop)
-		<-d.done
-	}
 }
 
 // Release stops the refresh loop, then calls lock.Release: ErrNotHeld for the library's
@@ -176,7 +133,7 @@ func (l *bsmLocker) Release(ctx context.Context, lease Lease) error {
 	if !ok {
 		return fmt.Errorf("%s release: lease has no lock (Data %T)", l.name(), lease.Data)
 	}
-	l.stopRefresh(lock)
+	l.dogs.stop(lock)
 	err := lock.Release(ctx)
 	switch {
 	case err == nil:
@@ -189,15 +146,7 @@ func (l *bsmLocker) Release(ctx context.Context, lease Lease) error {
 
 // Close stops every refresh loop and closes the client's connections.
 func (l *bsmLocker) Close() error {
-	l.mu.Lock()
-	locks := make([]*redislock.Lock, 0, len(l.dogs))
-	for lock := range l.dogs {
-		locks = append(locks, lock)
-	}
-	l.mu.Unlock()
-	for _, lock := range locks {
-		l.stopRefresh(lock)
-	}
+	l.dogs.stopAll()
 	return l.rdb.Close()
 }
 

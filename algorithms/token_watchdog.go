@@ -27,9 +27,15 @@ import (
 // plus one request timeout, before the key can expire.
 type watchdogLocker struct {
 	*redisBase
-	blind bool // token-watchdog-blind: Valid is always true
-	mu    sync.Mutex
-	dogs  map[string]*watchdog // by token
+	blind bool              // token-watchdog-blind: Valid is always true
+	dogs  watchdogs[string] // by token
+}
+
+// watchdogs renew leases in the background, one watchdog per lease (keyed by K): token+watchdog's
+// and bsm-redislock-refresh's.
+type watchdogs[K comparable] struct {
+	mu   sync.Mutex
+	dogs map[K]*watchdog
 }
 
 // watchdog renews one lease.
@@ -39,6 +45,78 @@ type watchdog struct {
 	lost  bool
 	stop  chan struct{}
 	done  chan struct{}
+}
+
+// start renews lease k, held until until, every period: renew returns how long the lease now
+// holds, or false when the renewal failed — the watchdog then stops and the lease is lost.
+func (w *watchdogs[K]) start(k K, until time.Time, period time.Duration, renew func() (time.Time, bool)) {
+	d := &watchdog{until: until, stop: make(chan struct{}), done: make(chan struct{})}
+	w.mu.Lock()
+	if w.dogs == nil {
+		w.dogs = map[K]*watchdog{}
+	}
+	w.dogs[k] = d
+	w.mu.Unlock()
+	go func() {
+		defer close(d.done)
+		t := time.NewTicker(max(period, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-d.stop:
+				return
+			case <-t.C:
+			}
+			until, ok := renew()
+			d.mu.Lock()
+			if !ok {
+				d.lost = true
+				d.mu.Unlock()
+				return
+			}
+			d.until = until
+			d.mu.Unlock()
+		}
+	}()
+}
+
+// holds reports whether lease k's watchdog still holds it at now: no renewal failed, and the last
+// one answered holds it past now.
+func (w *watchdogs[K]) holds(k K, now time.Time) bool {
+	w.mu.Lock()
+	d := w.dogs[k]
+	w.mu.Unlock()
+	if d == nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return !d.lost && now.Before(d.until)
+}
+
+// stop stops lease k's watchdog (if any) and waits for it, so no renewal follows.
+func (w *watchdogs[K]) stop(k K) {
+	w.mu.Lock()
+	d := w.dogs[k]
+	delete(w.dogs, k)
+	w.mu.Unlock()
+	if d != nil {
+		close(d.stop)
+		<-d.done
+	}
+}
+
+// stopAll stops every watchdog.
+func (w *watchdogs[K]) stopAll() {
+	w.mu.Lock()
+	keys := make([]K, 0, len(w.dogs))
+	for k := range w.dogs {
+		keys = append(keys, k)
+	}
+	w.mu.Unlock()
+	for _, k := range keys {
+		w.stop(k)
+	}
 }
 
 // renewScript is Redisson's renewExpiration: extend the key only while it holds our token.
@@ -57,7 +135,7 @@ func newWatchdogLocker(cfg Config, name string, blind bool) (Locker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &watchdogLocker{redisBase: b, blind: blind, dogs: map[string]*watchdog{}}, nil
+	return &watchdogLocker{redisBase: b, blind: blind}, nil
 }
 
 func (l *watchdogLocker) drift() time.Duration { return l.cfg.TTL/100 + 2*time.Millisecond }
@@ -75,38 +153,18 @@ func (l *watchdogLocker) Acquire(ctx context.Context) (Lease, error) {
 	if err != nil {
 		return Lease{}, err
 	}
-	d := &watchdog{until: sent.Add(l.cfg.TTL - l.drift()), stop: make(chan struct{}), done: make(chan struct{})}
-	l.mu.Lock()
-	l.dogs[tok] = d
-	l.mu.Unlock()
-	go l.watch(tok, d)
+	l.dogs.start(tok, sent.Add(l.cfg.TTL-l.drift()), l.cfg.TTL/3, func() (time.Time, bool) { return l.renew(tok) })
 	return Lease{TTL: l.cfg.TTL, Data: tok}, nil
 }
 
-// watch renews the lease every TTL/3 until it is stopped or a renewal fails.
-func (l *watchdogLocker) watch(tok string, d *watchdog) {
-	defer close(d.done)
-	t := time.NewTicker(max(l.cfg.TTL/3, time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-d.stop:
-			return
-		case <-t.C:
-		}
-		sent := l.cfg.Clock.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.OpTimeout)
-		n, err := l.rdb.Eval(ctx, renewScript, []string{l.cfg.Name}, tok, l.cfg.TTL.Milliseconds()).Int64()
-		cancel()
-		d.mu.Lock()
-		if err != nil || n != 1 {
-			d.lost = true
-			d.mu.Unlock()
-			return
-		}
-		d.until = sent.Add(l.cfg.TTL - l.drift())
-		d.mu.Unlock()
-	}
+// renew extends the key while it holds tok (renewScript): the lease then holds until the
+// renewal's send time + TTL − drift.
+func (l *watchdogLocker) renew(tok string) (time.Time, bool) {
+	sent := l.cfg.Clock.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.OpTimeout)
+	defer cancel()
+	n, err := l.rdb.Eval(ctx, renewScript, []string{l.cfg.Name}, tok, l.cfg.TTL.Milliseconds()).Int64()
+	return sent.Add(l.cfg.TTL - l.drift()), err == nil && n == 1
 }
 
 // Valid reports whether the watchdog still holds the lease: no renewal failed, and the last one
@@ -116,47 +174,19 @@ func (l *watchdogLocker) Valid(lease Lease) bool {
 		return true
 	}
 	tok, _ := lease.Data.(string)
-	l.mu.Lock()
-	d := l.dogs[tok]
-	l.mu.Unlock()
-	if d == nil {
-		return false
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return !d.lost && l.cfg.Clock.Now().Before(d.until)
-}
-
-// stopDog stops the watchdog of tok (if any) and waits for it, so no renewal follows.
-func (l *watchdogLocker) stopDog(tok string) {
-	l.mu.Lock()
-	d := l.dogs[tok]
-	delete(l.dogs, tok)
-	l.mu.Unlock()
-	if d != nil {
-		close(d.stop)
-		<-d.done
-	}
+	return l.dogs.holds(tok, l.cfg.Clock.Now())
 }
 
 // Release stops the watchdog, then deletes the key only if it still holds the lease's token.
 func (l *watchdogLocker) Release(ctx context.Context, lease Lease) error {
 	tok, _ := lease.Data.(string)
-	l.stopDog(tok)
+	l.dogs.stop(tok)
 	return releaseToken(ctx, l.redisBase, "token+watchdog", lease)
 }
 
 // Close stops every watchdog and closes the client's connections.
 func (l *watchdogLocker) Close() error {
-	l.mu.Lock()
-	toks := make([]string, 0, len(l.dogs))
-	for tok := range l.dogs {
-		toks = append(toks, tok)
-	}
-	l.mu.Unlock()
-	for _, tok := range toks {
-		l.stopDog(tok)
-	}
+	l.dogs.stopAll()
 	return l.redisBase.Close()
 }
 
