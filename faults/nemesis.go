@@ -178,7 +178,7 @@ func (n *Nemesis) Point(ctx context.Context, c int, name string) error {
 	n.reachedUntil(c, name)
 	n.wireArm(c, name)
 	for _, r := range n.rules {
-		if r.spec.Wire != nil || r.spec.Point != name || (r.spec.Client != 0 && r.spec.Client != c) {
+		if r.spec.Wire != nil || r.spec.Point != name || (r.spec.Client != 0 && r.spec.Client != c) || !n.due(r) {
 			continue
 		}
 		r.mu.Lock()
@@ -387,6 +387,11 @@ func (n *Nemesis) record(e history.Event) {
 	if n.opt.Record != nil {
 		n.opt.Record(e)
 	}
+}
+
+// due reports whether r, a fault at a point or a wire point, watches for it yet: from its At on.
+func (n *Nemesis) due(r *rule) bool {
+	return r.spec.At == 0 || n.opt.Now == nil || n.opt.Now() >= int64(r.spec.At)
 }
 
 func (n *Nemesis) now() int64 {

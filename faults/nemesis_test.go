@@ -117,6 +117,40 @@ func TestPointSelection(t *testing.T) {
 	}
 }
 
+// TestPointFromAt: a fault at a point with At watches for the point only from At on, and Skip
+// counts the occurrences from then (a soak aims point faults at moments of the run so).
+func TestPointFromAt(t *testing.T) {
+	t.Parallel()
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
+	env := &testEnv{c: c, clients: 2}
+	ctx := ctxT(t, 10*time.Second)
+	n, rec := newNemesis(t, env, []faults.Spec{
+		{Kind: "clock-skew", Point: "cs:acquired", Skip: 1, At: ms(300 * time.Millisecond), Amount: ms(time.Second)},
+	}, 1)
+	point := func(client int) {
+		if err := n.Point(ctx, client, "cs:acquired"); err != nil {
+			t.Fatalf("Point(%d) = %v", client, err)
+		}
+	}
+	for range 3 { // before At: not seen
+		point(1)
+	}
+	if got := len(rec.spans()); got != 0 {
+		t.Fatalf("fired %d times before At, want 0", got)
+	}
+	time.Sleep(time.Until(rec.t0.Add(300 * time.Millisecond)))
+	point(1) // the first after At: skipped
+	if got := len(rec.spans()); got != 0 {
+		t.Fatalf("fired at the first occurrence after At, want it skipped (skip 1)")
+	}
+	point(2)
+	n.HealAll()
+	spans := rec.spans()
+	if len(spans) != 1 || spans[0].Target != "client-2" || spans[0].Start < int64(300*time.Millisecond) {
+		t.Fatalf("occurrences %+v, want one on client 2 after 300ms", spans)
+	}
+}
+
 // TestPlanDeterministic shows that Plan is a pure function of specs and seed, and that the seed
 // drives the random draws (jitter, "random" selectors).
 func TestPlanDeterministic(t *testing.T) {

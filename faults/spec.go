@@ -22,7 +22,9 @@ type Spec struct {
 	Client int `yaml:"client,omitempty" json:"client,omitempty"`
 	// Skip ignores the first Skip occurrences of the trigger.
 	Skip int `yaml:"skip,omitempty" json:"skip,omitempty"`
-	// At is when a timed fault first fires, from the run's start.
+	// At is when a timed fault first fires, from the run's start. A fault at a point or a wire
+	// point watches for it only from At on (Skip counts the occurrences from then): a soak's
+	// random schedule aims a point fault at a moment of the run.
 	At Duration `yaml:"at,omitempty" json:"at,omitempty"`
 	// Every repeats a timed fault (0 = once).
 	Every Duration `yaml:"every,omitempty" json:"every,omitempty"`

@@ -245,7 +245,7 @@ func (n *Nemesis) onWire(ctx context.Context, r *rule, e cluster.WireEvent) clus
 		if !r.spec.Wire.Each { // Each: the arm holds every match until the client's next step
 			delete(w.armed, e.Client)
 		}
-	} else {
+	} else if n.due(r) {
 		r.mu.Lock()
 		r.seen++
 		fire = r.seen > r.spec.Skip
@@ -344,7 +344,7 @@ func (n *Nemesis) wireArm(c int, name string) {
 		for _, o := range ended {
 			n.end(o.id, nil)
 		}
-		if r.spec.Point != name || (r.spec.Client != 0 && r.spec.Client != c) {
+		if r.spec.Point != name || (r.spec.Client != 0 && r.spec.Client != c) || !n.due(r) {
 			continue
 		}
 		r.mu.Lock()
