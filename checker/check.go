@@ -32,6 +32,7 @@ func CheckRun(h *history.Run, opts Options) *Outcome {
 
 	// Safety.
 	ws := r.windows()
+	f.heldNs = heldNs(ws)
 	overlaps := r.exclusion(ws)
 	grants := r.illegalGrants()
 	lockRes, lockLin := r.checkLock()
@@ -76,6 +77,7 @@ func CheckRun(h *history.Run, opts Options) *Outcome {
 		}
 	}
 	slices.SortStableFunc(vs, func(x, y Violation) int { return cmp.Compare(x.AtMs, y.AtMs) })
+	r.blame(vs)
 	f.vs = vs
 	for _, v := range vs {
 		if !slices.Contains(f.classes, v.Class) {

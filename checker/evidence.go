@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/lockchaos/lockchaos/history"
 )
@@ -228,6 +229,19 @@ func (r *run) evidenceCounts(res *Result, inWindow func(t int64, client int) boo
 			granted[o.Client] = true
 			if inWindow(o.Return, o.Client) {
 				res.GrantsInWindow++
+			}
+		}
+	}
+}
+
+// blame sets each violation's Faults: the attacks whose danger window was open at it.
+func (r *run) blame(vs []Violation) {
+	attacks := attacksOf(r.occurrences())
+	for i := range vs {
+		at := int64(vs[i].AtMs * float64(time.Millisecond))
+		for _, o := range attacks {
+			if at >= o.start && at < o.danger && !slices.Contains(vs[i].Faults, o.span.ID) {
+				vs[i].Faults = append(vs[i].Faults, o.span.ID)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -182,5 +183,33 @@ func TestExpiredWriteIsClientClass(t *testing.T) {
 	}
 	if excl == nil || excl.Class != ClientClass || !strings.Contains(excl.Cause, "after its own validity ended") {
 		t.Fatalf("exclusion violation %+v, want client class naming the expired write", excl)
+	}
+}
+
+// TestBlameAndHeld: a violation names the faults whose danger window was open at it (a fault
+// that healed more than a lease before it is not among them), and held_ms is the union of the
+// holding windows, overlaps counted once.
+func TestBlameAndHeld(t *testing.T) {
+	b := newHB("token", 100*time.Millisecond)
+	b.faultSpan("client-pause", 0, 5, "")     // danger until 105 ms: over before the overlap
+	b.faultSpan("partition", 200, 400, "")    // open at the overlap
+	b.faultSpan("client-pause", 250, 260, "") // open too
+	a := b.acquire(1, 300, 301)
+	b.write(1, a, 302, 320, 1) // client 1 holds 301..320
+	c := b.acquire(2, 305, 306)
+	b.write(2, c, 307, 330, 1) // client 2 from 306: an overlap at 306, union 301..330
+	b.release(1, a, 331, 332)
+	b.release(2, c, 333, 334)
+	out := CheckHistory(b.history(), Options{})
+	if out.Result.Verdict != Unsafe || len(out.Analysis.Violations) == 0 {
+		t.Fatalf("verdict %s with %d violations, want unsafe", out.Result.Verdict, len(out.Analysis.Violations))
+	}
+	for _, v := range out.Analysis.Violations {
+		if !slices.Equal(v.Faults, []int64{2, 3}) {
+			t.Errorf("%s violation at %.1f ms blames faults %v, want [2 3]", v.Kind, v.AtMs, v.Faults)
+		}
+	}
+	if got := out.Result.HeldMs; got != 29 {
+		t.Errorf("held_ms %v, want 29 (301 to 330)", got)
 	}
 }

@@ -128,3 +128,23 @@ func (r *run) exclusion(ws []window) []overlap {
 	slices.SortStableFunc(out, func(x, y overlap) int { return cmp.Compare(x.at, y.at) })
 	return out
 }
+
+// heldNs is the time some window was open: the union of ws, in ns.
+func heldNs(ws []window) int64 {
+	spans := make([][2]int64, 0, len(ws))
+	for _, w := range ws {
+		if w.end > w.start {
+			spans = append(spans, [2]int64{w.start, w.end})
+		}
+	}
+	slices.SortFunc(spans, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	var total, end int64
+	for _, sp := range spans {
+		from := max(sp[0], end)
+		if sp[1] > from {
+			total += sp[1] - from
+		}
+		end = max(end, sp[1])
+	}
+	return total
+}

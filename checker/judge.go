@@ -21,6 +21,7 @@ type facts struct {
 	// lat are the successful acquires' latencies, writes the successful writes, ops the
 	// operations.
 	lat         []int64
+	heldNs      int64 // the union of the holding windows
 	writes, ops int
 	warnings    []string // besides the history's own
 
@@ -54,7 +55,7 @@ func newResult(h *history.Run, f *facts) Result {
 	}
 	c := &f.counts
 	res.AcquiresOk, res.AcquiresFailed, res.StaleWritesRejected = c.AcquiresOk, c.AcquiresFailed, c.StaleWritesRejected
-	res.ExpiredWrites = c.ExpiredWrites
+	res.ExpiredWrites, res.HeldMs = c.ExpiredWrites, ms(f.heldNs)
 	finishCounts(&res, f.lat, f.writes, f.ops, h.End)
 	res.LockCheck, res.ResourceCheck = f.lockCheck, f.resourceCheck
 	res.ExclusionViolations, res.ServiceViolations = f.overlaps, f.grants

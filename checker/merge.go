@@ -21,6 +21,7 @@ type merger struct {
 	res     Result
 	lat     []int64
 	writes  int
+	heldNs  int64
 	ops     int
 	granted map[int]bool
 	grants  grantCarry
@@ -133,6 +134,7 @@ func (m *merger) add(p *segPart) bool {
 		}
 	}
 	vs = append(vs, ovs...)
+	r.blame(vs)
 	m.nGrants += len(g)
 	m.nOverlaps += len(p.overlaps)
 	m.note(vs)
@@ -164,6 +166,7 @@ func (m *merger) add(p *segPart) bool {
 	c.ExpiredWrites += p.res.ExpiredWrites
 	m.lat = append(m.lat, p.lat...)
 	m.writes += p.writes
+	m.heldNs += p.heldNs
 	m.ops += len(r.ops)
 	for k := range p.granted {
 		m.granted[k] = true

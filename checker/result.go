@@ -52,6 +52,9 @@ type Violation struct {
 	// Cause names the concrete operation or fault that let it happen (which client's which
 	// operation at what time), when the history shows one.
 	Cause string `json:"cause,omitempty"`
+	// Faults are the ids of the faults (FiredFault.Fault) whose danger window was open at AtMs:
+	// the faults, alone or together, under which it happened (none: no fault explains it).
+	Faults []int64 `json:"faults,omitempty"`
 }
 
 // Check is the outcome of one porcupine check.
@@ -64,27 +67,30 @@ type Check struct {
 
 // Result is result.json (DESIGN.md §8). Field names are a contract: add, never rename.
 type Result struct {
-	Algorithm           string     `json:"algorithm"`
-	Scenario            string     `json:"scenario"`
-	Backend             string     `json:"backend"`
-	Seed                int64      `json:"seed"`
-	Verdict             Verdict    `json:"verdict"`
-	Expected            *string    `json:"expected"`
-	ViolationClass      *Class     `json:"violation_class"`
-	DurationMs          float64    `json:"duration_ms"`
-	Operations          int        `json:"operations"`
-	AcquiresOk          int        `json:"acquires_ok"`
-	AcquiresFailed      int        `json:"acquires_failed"`
-	ExclusionViolations int        `json:"exclusion_violations"`
-	ServiceViolations   int        `json:"service_violations"`
-	LostUpdates         int        `json:"lost_updates"`
-	StaleWritesRejected int        `json:"stale_writes_rejected"`
-	TTDMs               *float64   `json:"ttd_ms"`
-	AcquireLatencyMs    Latency    `json:"acquire_latency_ms"`
-	ThroughputCSPerS    float64    `json:"throughput_cs_per_s"`
-	LongestStallMs      float64    `json:"longest_stall_ms"`
-	CheckerMs           float64    `json:"checker_ms"`
-	FirstViolation      *Violation `json:"first_violation"`
+	Algorithm           string   `json:"algorithm"`
+	Scenario            string   `json:"scenario"`
+	Backend             string   `json:"backend"`
+	Seed                int64    `json:"seed"`
+	Verdict             Verdict  `json:"verdict"`
+	Expected            *string  `json:"expected"`
+	ViolationClass      *Class   `json:"violation_class"`
+	DurationMs          float64  `json:"duration_ms"`
+	Operations          int      `json:"operations"`
+	AcquiresOk          int      `json:"acquires_ok"`
+	AcquiresFailed      int      `json:"acquires_failed"`
+	ExclusionViolations int      `json:"exclusion_violations"`
+	ServiceViolations   int      `json:"service_violations"`
+	LostUpdates         int      `json:"lost_updates"`
+	StaleWritesRejected int      `json:"stale_writes_rejected"`
+	TTDMs               *float64 `json:"ttd_ms"`
+	AcquireLatencyMs    Latency  `json:"acquire_latency_ms"`
+	ThroughputCSPerS    float64  `json:"throughput_cs_per_s"`
+	LongestStallMs      float64  `json:"longest_stall_ms"`
+	// HeldMs is how long some client held the lock: the union of the holding windows (DESIGN.md
+	// §6.1, from each grant to the last access under it).
+	HeldMs         float64    `json:"held_ms"`
+	CheckerMs      float64    `json:"checker_ms"`
+	FirstViolation *Violation `json:"first_violation"`
 	// ClassesSeen lists every class of violation the run showed (a run can show both).
 	ClassesSeen   []Class  `json:"classes_seen,omitempty"`
 	LockCheck     Check    `json:"lock_check"`

@@ -69,7 +69,7 @@ func (m *merger) finish(h *history.Run, began time.Time) (*history.Run, *Outcome
 		return cmp.Or(cmp.Compare(fx[0], fy[0]), cmp.Compare(fx[1], fy[1]))
 	})
 
-	fs := facts{r: r, granted: m.granted, counts: m.res, lat: m.lat, writes: m.writes, ops: m.ops,
+	fs := facts{r: r, granted: m.granted, counts: m.res, lat: m.lat, heldNs: m.heldNs, writes: m.writes, ops: m.ops,
 		lockCheck: Check{Result: string(porcupine.Ok), Ms: m.lockMs}, resourceCheck: Check{Result: string(porcupine.Ok), Ms: m.resMs},
 		overlaps: m.nOverlaps, grants: m.nGrants, lostUpdates: m.lost.count(), fenceRegressions: m.fences.regressions,
 		longestStall: longest, vs: vs, classes: classes}

@@ -84,6 +84,7 @@ type segPart struct {
 	lock     string // the segment's lock name ("" if it has no acquire)
 	res      Result // counts of the segment
 	lat      []int64
+	heldNs   int64
 	writes   int
 	granted  map[int]bool
 	resOps   []porcupine.Operation
@@ -211,6 +212,7 @@ func checkSegment(j *segJob, opts Options, stop *atomic.Bool) *segPart {
 	rh, rparts := segment(resOps)
 	p.resCk, p.resLin = r.linearize(resourceModel(rparts), rh, func(in any) int { return in.(resInput).part }, verbose)
 	p.ws = r.windows()
+	p.heldNs = heldNs(p.ws)
 	p.overlaps = r.exclusion(p.ws)
 	if p.lockCk.Result == string(porcupine.Unknown) || p.resCk.Result == string(porcupine.Unknown) {
 		p.unclean = true // a timeout: the whole check says what it says
