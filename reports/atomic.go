@@ -51,6 +51,15 @@ func writeAtomic(path string, write func(w io.Writer) error) (err error) {
 	return nil
 }
 
+// WriteFile writes b to path atomically: a reader, or a crash, sees the old file or the whole
+// new one. The pages of explore and soak are written so.
+func WriteFile(path string, b []byte) error {
+	return writeAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
 // writeJSONAtomic writes v as indented JSON with a trailing newline.
 func writeJSONAtomic(path string, v any) error {
 	return writeAtomic(path, func(w io.Writer) error {

@@ -63,23 +63,13 @@ func (x *explorer) write() error {
 		if f.b == nil {
 			continue
 		}
-		if err := writeAtomic(filepath.Join(x.o.Out, f.name), f.b); err != nil {
+		if err := reports.WriteFile(filepath.Join(x.o.Out, f.name), f.b); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func writeAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("explore: write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("explore: write %s: %w", path, err)
-	}
-	return nil
-}
 
 // row is one line of the table, for the terminal and the page.
 type row struct {

@@ -1,0 +1,239 @@
+package soak
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/harness"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// A template is one kind of fault a soak mixes in: its name on the command line (--faults), the
+// topologies it applies to, and how one occurrence is drawn, sized from the lease.
+type template struct {
+	name string
+	// on says why the template does not apply to a topology ("" when it does).
+	on func(topology string) string
+	// draw makes one occurrence at at, from rng; lease is the TTL or the session, whichever is
+	// longer; clients is the run's.
+	draw func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec
+}
+
+// sizes are what a draw scales its fault by.
+type sizes struct {
+	ttl, lease time.Duration
+	clients    int
+	points     []string // the points a client-pause may stop at: every lock's and the holder's
+}
+
+// between draws a duration in [lo, hi)·unit.
+func between(rng *rand.Rand, lo, hi float64, unit time.Duration) faults.Duration {
+	return faults.Duration(time.Duration((lo + rng.Float64()*(hi-lo)) * float64(unit)))
+}
+
+// client draws one client's number, as a selector.
+func client(rng *rand.Rand, n int) string { return strconv.Itoa(1 + rng.IntN(n)) }
+
+func everywhere(string) string { return "" }
+
+func onlyOn(why string, topologies ...string) func(string) string {
+	return func(t string) string {
+		if slices.Contains(topologies, t) {
+			return ""
+		}
+		return why
+	}
+}
+
+func notOn(why string, topologies ...string) func(string) string {
+	return func(t string) string {
+		if slices.Contains(topologies, t) {
+			return why
+		}
+		return ""
+	}
+}
+
+var redisTopologies = []string{"redis-single", "redis-sentinel", "redis-multi", "redis-cluster"}
+
+// templates are the faults a soak draws from, in --faults order. Faults that last the run (kill,
+// client-crash) are not among them: a soak of minutes would spend them in its first seconds and
+// test a dead cluster after. Every occurrence heals.
+var templates = []template{
+	{name: "client-pause", on: everywhere, draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+		// A GC pause of the holder (or of a waiter) at one of its steps, past the lease or not.
+		return faults.Spec{Kind: "client-pause", At: faults.Duration(at), Point: p.points[rng.IntN(len(p.points))],
+			Skip: rng.IntN(3), For: between(rng, 0.5, 3, p.lease)}
+	}},
+	{name: "partition", on: everywhere, draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+		// One client cut off from every node, at a moment or right after it acquired.
+		s := faults.Spec{Kind: "partition", At: faults.Duration(at), For: between(rng, 0.5, 3, p.lease)}
+		if rng.IntN(2) == 0 {
+			s.Point, s.Clients = "cs:acquired", "trigger"
+		} else {
+			s.Clients = client(rng, p.clients)
+		}
+		return s
+	}},
+	{name: "latency", on: everywhere, draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+		// A slow network for one client, every request and reply.
+		return faults.Spec{Kind: "latency", At: faults.Duration(at), Clients: client(rng, p.clients),
+			Amount: between(rng, 0.1, 1, p.ttl), Jitter: faults.Duration(p.ttl / 10), For: between(rng, 1, 3, p.lease)}
+	}},
+	{name: "late-release", on: notOn("etcd's gRPC is not parsed on the wire", "etcd"), draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+		// A release that reaches the server late (DESIGN.md §14): the request, or the reply a
+		// two-step release acts on, held until another client holds the lock.
+		w := &faults.Wire{Before: "*", Until: "cs:before-read"}
+		if rng.IntN(2) == 0 {
+			w = &faults.Wire{AfterReply: "*", Until: "cs:before-read"}
+		}
+		return faults.Spec{Kind: "latency", At: faults.Duration(at), Point: "cs:before-release", Skip: rng.IntN(3),
+			Amount: between(rng, 1, 3, p.ttl), Wire: w}
+	}},
+	{name: "slow-grant", on: notOn("etcd's gRPC is not parsed on the wire", "etcd"), draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+		// The reply that wins an acquisition held until another client holds: a lease counted
+		// from the reply has run out meanwhile.
+		ok := true
+		return faults.Spec{Kind: "latency", At: faults.Duration(at), Point: "cs:before-acquire", Skip: rng.IntN(3),
+			Amount: between(rng, 1, 2, p.ttl), Wire: &faults.Wire{AfterReply: "*", OK: &ok, Until: "cs:before-read", Each: true}}
+	}},
+	{name: "restart", on: notOn("its servers are not restarted by lockchaos", "postgres-pgbouncer"), draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+		// A node killed and started again after a while, empty where it keeps nothing on disk.
+		return faults.Spec{Kind: "restart", At: faults.Duration(at), Nodes: "random", For: between(rng, 0.2, 2, p.lease)}
+	}},
+	{name: "pause-server", on: notOn("its servers are not paused by lockchaos", "postgres-pgbouncer"), draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+		// A node stopped (SIGSTOP: a VM or GC stall), then resumed.
+		return faults.Spec{Kind: "pause-server", At: faults.Duration(at), Nodes: "random", For: between(rng, 0.3, 2, p.lease)}
+	}},
+	{name: "clock-skew", on: everywhere, draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+		// One client's clock off by up to 3 TTLs, either way, for a while.
+		amount := between(rng, 0.5, 3, p.ttl)
+		if rng.IntN(2) == 0 {
+			amount = -amount
+		}
+		return faults.Spec{Kind: "clock-skew", At: faults.Duration(at), Clients: client(rng, p.clients), Amount: amount,
+			For: between(rng, 1, 4, p.lease)}
+	}},
+	{name: "clock-jump", on: onlyOn("only a Redis server's key expiry follows its wall clock here (DESIGN.md §4)", redisTopologies...),
+		draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+			// A node's wall clock jumps forward: its keys expire early.
+			return faults.Spec{Kind: "clock-jump", At: faults.Duration(at), Nodes: "random", Amount: between(rng, 0.3, 1.5, p.ttl)}
+		}},
+	{name: "session-kill", on: onlyOn("only a SQL server ends a client's session here", "postgres", "postgres-pgbouncer", "mariadb"),
+		draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+			// The server ends the holder's session (an admin's kill, an idle timeout).
+			return faults.Spec{Kind: "session-kill", At: faults.Duration(at), Point: "cs:acquired", Skip: rng.IntN(3)}
+		}},
+}
+
+// TemplateNames lists the fault names --faults takes.
+func TemplateNames() []string {
+	out := make([]string, len(templates))
+	for i, t := range templates {
+		out[i] = t.name
+	}
+	return out
+}
+
+func lookupTemplate(name string) (template, bool) {
+	i := slices.IndexFunc(templates, func(t template) bool { return t.name == name })
+	if i < 0 {
+		return template{}, false
+	}
+	return templates[i], true
+}
+
+// Plan is a soak's fault schedule and workload, decided from its seed before any server starts:
+// a scenario named "soak", so `lockchaos run --scenario-file plan.yaml` runs it too.
+type Plan struct {
+	Seed  int64
+	Time  time.Duration
+	Rate  float64  // faults per minute
+	Kinds []string // the templates drawn from
+	scenarios.Scenario
+}
+
+// workload is the catalogue's standard one (5 clients, TTL 500 ms, 1 s ZooKeeper sessions) over
+// the soak's time.
+func workload(d time.Duration, clients int, ttl time.Duration) scenarios.Workload {
+	w := scenarios.Workload{Clients: 5, TTL: scenarios.Duration(500 * time.Millisecond), Hold: scenarios.Duration(10 * time.Millisecond),
+		SessionTimeout: scenarios.Duration(time.Second)}
+	if clients > 0 {
+		w.Clients = clients
+	}
+	if ttl > 0 {
+		w.TTL, w.SessionTimeout = scenarios.Duration(ttl), scenarios.Duration(max(ttl, time.Second))
+	}
+	w.Duration = scenarios.Duration(d)
+	return w
+}
+
+// kindsFor checks the asked kinds against every topology, or picks every template that applies to
+// all of them: one plan serves every algorithm of a comparison.
+func kindsFor(asked []string, topologies []string) ([]string, error) {
+	if len(asked) == 0 {
+		var out []string
+		for _, t := range templates {
+			if !slices.ContainsFunc(topologies, func(top string) bool { return t.on(top) != "" }) {
+				out = append(out, t.name)
+			}
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("%w: no fault applies to every one of the topologies %s (soak them one at a time)", ErrBadOptions, strings.Join(topologies, ", "))
+		}
+		return out, nil
+	}
+	for _, k := range asked {
+		t, ok := lookupTemplate(k)
+		if !ok {
+			return nil, fmt.Errorf("%w: --faults: unknown fault %q (soak mixes %s)", ErrBadOptions, k, strings.Join(TemplateNames(), ", "))
+		}
+		for _, top := range topologies {
+			if why := t.on(top); why != "" {
+				return nil, fmt.Errorf("%w: --faults: %s does not apply to topology %s: %s (leave it out)", ErrBadOptions, k, top, why)
+			}
+		}
+	}
+	return asked, nil
+}
+
+// points are the steps a client-pause may stop a client at: the holder's, and the steps every one
+// of the algorithms marks (a point only some mark would never fire in the others).
+func points(infos []algorithms.Info) []string {
+	out := slices.Clone(harness.HolderSteps)
+	if len(infos) == 0 {
+		return out
+	}
+	for _, p := range infos[0].Points {
+		if !slices.ContainsFunc(infos[1:], func(i algorithms.Info) bool { return !slices.Contains(i.Points, p) }) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// NewPlan draws a soak's schedule from its seed: faults arrive as a Poisson process of rate
+// faults per minute over the time, each of a kind drawn uniformly from kinds, sized and aimed by
+// the same seed. The same arguments give the same plan.
+func NewPlan(seed int64, d time.Duration, rate float64, kinds []string, infos []algorithms.Info, clients int, ttl time.Duration) Plan {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x736f616b))
+	w := workload(d, clients, ttl)
+	p := sizes{ttl: w.TTL.D(), lease: max(w.TTL.D(), w.SessionTimeout.D()), clients: w.Clients, points: points(infos)}
+	pl := Plan{Seed: seed, Time: d, Rate: rate, Kinds: kinds}
+	pl.Name = "soak"
+	pl.Summary = fmt.Sprintf("lockchaos soak: %s of random faults (%s), %.3g a minute, seed %d", d, strings.Join(kinds, ", "), rate, seed)
+	pl.Workload = w
+	// The first fault comes after a second of calm: the clients connect and contend first.
+	mean := time.Duration(float64(time.Minute) / rate)
+	for at := time.Second + time.Duration(rng.ExpFloat64()*float64(mean)); at < d; at += time.Duration(rng.ExpFloat64() * float64(mean)) {
+		t, _ := lookupTemplate(kinds[rng.IntN(len(kinds))])
+		pl.Faults = append(pl.Faults, t.draw(rng, at.Round(time.Millisecond), p))
+	}
+	return pl
+}
