@@ -10,17 +10,18 @@ import (
 // Progress is what a history watched as it is written has shown so far (Watch).
 type Progress struct {
 	// Ops is how many operations were checked, AtMs how far into the run they go.
-	Ops  int
-	AtMs float64
+	Ops  int     `json:"ops"`
+	AtMs float64 `json:"at_ms"`
 	// Segments were checked; Unjudged of them the live check left to the whole check (a
 	// violation against the previous segment's last holder, a porcupine timeout, ...).
-	Segments, Unjudged int
+	Segments int `json:"segments"`
+	Unjudged int `json:"unjudged"`
 	// Violations counts the overlapping holders and illegal grants the segments showed;
 	// FirstViolationMs is the earliest (-1 while there is none).
-	Violations       int
-	FirstViolationMs float64
+	Violations       int     `json:"violations"`
+	FirstViolationMs float64 `json:"first_violation_ms"`
 	// FaultsFired counts the fault occurrences started so far.
-	FaultsFired int
+	FaultsFired int `json:"faults_fired"`
 }
 
 // Watch checks a history as it is written: r is read until it ends (io.EOF), cut where no

@@ -43,7 +43,7 @@ type Segment struct {
 //
 // A cut goes before an invocation at T when every operation so far returned before T, except
 // acquires still waiting (never a read, write or release), and every acquisition granted so far
-// had its release answered (ok or fail). Acquires of unknown outcome do not hold a cut up: one
+// had its release answered (ok, fail or unknown). Acquires of unknown outcome do not hold a cut up: one
 // that anything later refers to makes the history unsegmentable.
 //
 // cut, if not nil, has the last word on each cut that rule allows at t: ops are the segment's
@@ -127,7 +127,10 @@ func (s *segmenter) add(e *Event) error {
 		switch {
 		case o.Op != OpAcquire:
 			s.openOther--
-			if o.Op == OpRelease && e.Type != TypeInfo {
+			if o.Op == OpRelease {
+				// Answered, whatever the outcome: nothing is done under an acquisition once
+				// its release was invoked, and when an unknown release took effect is the
+				// lock's state, which cut decides on.
 				s.held.del(o.Acq)
 			}
 		case e.Type == TypeOk:

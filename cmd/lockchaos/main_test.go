@@ -62,6 +62,13 @@ func TestBadInput(t *testing.T) {
 		{"corrupt history", []string{"check", corrupt}, "line 2"},
 		{"unknown yaml field", []string{"run", "--algorithm", "token", "--scenario", "x", "--scenario-file", badYAML}, "line 3"},
 		{"stray argument", []string{"run", "--algorithm", "token", "now"}, "unexpected argument"},
+		{"soak without algorithm", []string{"soak"}, "needs --algorithm"},
+		{"soak unknown fault", []string{"soak", "--algorithm", "token", "--faults", "meteor"}, `unknown fault "meteor"`},
+		{"soak fault the topology cannot take", []string{"soak", "--algorithms", "token,zookeeper", "--faults", "clock-jump"}, "does not apply to topology zookeeper"},
+		{"soak with duration", []string{"soak", "--algorithm", "token", "--duration", "5s"}, "--duration does not apply"},
+		{"soak too short", []string{"soak", "--algorithm", "token", "--time", "1s"}, "too short"},
+		{"soak replay of nothing", []string{"soak", "--algorithm", "token", "--replay", dir}, "no plan.json"},
+		{"soak replay with a seed", []string{"soak", "--algorithm", "token", "--replay", dir, "--seed", "3"}, "leave out --seed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := lockchaos(t, tc.args...)

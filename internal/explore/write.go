@@ -70,7 +70,6 @@ func (x *explorer) write() error {
 	return nil
 }
 
-
 // row is one line of the table, for the terminal and the page.
 type row struct {
 	Point, Fault, Status, Verdict, Class, Min, TTD, Command, Report, Note string

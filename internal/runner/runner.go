@@ -42,6 +42,9 @@ type Options struct {
 	// Full runs every cell for its scenario's full time. By default a cell stops once a
 	// violation is found (its history's stop line says so): the verdict can no longer change.
 	Full bool
+	// Command is the command line the history records as the one that re-runs the cell
+	// (default: lockchaos run with the cell's algorithm, scenario and seed).
+	Command string
 }
 
 // Dir returns the run directory of a cell: OUT/<scenario>/<algorithm>[@<topology>][/<run>], the
@@ -93,6 +96,9 @@ func Config(c scenarios.Cell, o Options, run int) harness.Config {
 		cfg.TTL = o.TTL
 	}
 	cfg.Command = command(c, o, cfg.Seed)
+	if o.Command != "" {
+		cfg.Command = o.Command
+	}
 	return cfg
 }
 

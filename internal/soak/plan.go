@@ -14,9 +14,9 @@ import (
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
-// A template is one kind of fault a soak mixes in: its name on the command line (--faults), the
+// A faultTemplate is one kind of fault a soak mixes in: its name on the command line (--faults), the
 // topologies it applies to, and how one occurrence is drawn, sized from the lease.
-type template struct {
+type faultTemplate struct {
 	name string
 	// on says why the template does not apply to a topology ("" when it does).
 	on func(topology string) string
@@ -65,7 +65,7 @@ var redisTopologies = []string{"redis-single", "redis-sentinel", "redis-multi", 
 // templates are the faults a soak draws from, in --faults order. Faults that last the run (kill,
 // client-crash) are not among them: a soak of minutes would spend them in its first seconds and
 // test a dead cluster after. Every occurrence heals.
-var templates = []template{
+var templates = []faultTemplate{
 	{name: "client-pause", on: everywhere, draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// A GC pause of the holder (or of a waiter) at one of its steps, past the lease or not.
 		return faults.Spec{Kind: "client-pause", At: faults.Duration(at), Point: p.points[rng.IntN(len(p.points))],
@@ -141,10 +141,10 @@ func TemplateNames() []string {
 	return out
 }
 
-func lookupTemplate(name string) (template, bool) {
-	i := slices.IndexFunc(templates, func(t template) bool { return t.name == name })
+func lookupTemplate(name string) (faultTemplate, bool) {
+	i := slices.IndexFunc(templates, func(t faultTemplate) bool { return t.name == name })
 	if i < 0 {
-		return template{}, false
+		return faultTemplate{}, false
 	}
 	return templates[i], true
 }
@@ -152,10 +152,12 @@ func lookupTemplate(name string) (template, bool) {
 // Plan is a soak's fault schedule and workload, decided from its seed before any server starts:
 // a scenario named "soak", so `lockchaos run --scenario-file plan.yaml` runs it too.
 type Plan struct {
-	Seed  int64
-	Time  time.Duration
-	Rate  float64  // faults per minute
-	Kinds []string // the templates drawn from
+	Seed  int64           `json:"seed"`
+	Time  faults.Duration `json:"time"`
+	Rate  float64         `json:"rate"`  // faults per minute
+	Kinds []string        `json:"kinds"` // the templates drawn from
+	// Drawn names the template of each of the scenario's faults, in order.
+	Drawn []string `json:"drawn"`
 	scenarios.Scenario
 }
 
@@ -225,15 +227,17 @@ func NewPlan(seed int64, d time.Duration, rate float64, kinds []string, infos []
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x736f616b))
 	w := workload(d, clients, ttl)
 	p := sizes{ttl: w.TTL.D(), lease: max(w.TTL.D(), w.SessionTimeout.D()), clients: w.Clients, points: points(infos)}
-	pl := Plan{Seed: seed, Time: d, Rate: rate, Kinds: kinds}
+	pl := Plan{Seed: seed, Time: faults.Duration(d), Rate: rate, Kinds: kinds}
 	pl.Name = "soak"
 	pl.Summary = fmt.Sprintf("lockchaos soak: %s of random faults (%s), %.3g a minute, seed %d", d, strings.Join(kinds, ", "), rate, seed)
 	pl.Workload = w
 	// The first fault comes after a second of calm: the clients connect and contend first.
 	mean := time.Duration(float64(time.Minute) / rate)
-	for at := time.Second + time.Duration(rng.ExpFloat64()*float64(mean)); at < d; at += time.Duration(rng.ExpFloat64() * float64(mean)) {
+	// The last comes 2 s before the end, so that a fault at a point still finds its point.
+	for at := time.Second + time.Duration(rng.ExpFloat64()*float64(mean)); at < d-2*time.Second; at += time.Duration(rng.ExpFloat64() * float64(mean)) {
 		t, _ := lookupTemplate(kinds[rng.IntN(len(kinds))])
 		pl.Faults = append(pl.Faults, t.draw(rng, at.Round(time.Millisecond), p))
+		pl.Drawn = append(pl.Drawn, t.name)
 	}
 	return pl
 }

@@ -1,0 +1,138 @@
+package soak
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/faults"
+)
+
+func infos(t *testing.T, names ...string) []algorithms.Info {
+	t.Helper()
+	var out []algorithms.Info
+	for _, n := range names {
+		info, err := algorithms.Lookup(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// TestPlanFollowsTheSeed: a plan is a pure function of its seed and arguments, every fault in it
+// is valid and heals, the faults arrive at about the rate asked, and another seed draws another
+// plan.
+func TestPlanFollowsTheSeed(t *testing.T) {
+	is := infos(t, "token", "redlock", "zookeeper")
+	kinds, err := kindsFor(nil, []string{"redis-single", "redis-multi", "zookeeper"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(kinds, "clock-jump") || !slices.Contains(kinds, "partition") {
+		t.Fatalf("kinds for Redis and ZooKeeper %v: want partition, and no clock-jump (ZooKeeper's sessions do not follow a wall clock)", kinds)
+	}
+	a := NewPlan(7, 10*time.Minute, 12, kinds, is, 0, 0)
+	b := NewPlan(7, 10*time.Minute, 12, kinds, is, 0, 0)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("the same seed drew two plans")
+	}
+	if c := NewPlan(8, 10*time.Minute, 12, kinds, is, 0, 0); reflect.DeepEqual(a.Faults, c.Faults) {
+		t.Fatal("seeds 7 and 8 drew the same plan")
+	}
+	if n := len(a.Faults); n < 90 || n > 150 {
+		t.Errorf("%d faults in 10 minutes at 12 a minute, want about 120", n)
+	}
+	if len(a.Drawn) != len(a.Faults) {
+		t.Fatalf("%d names for %d faults", len(a.Drawn), len(a.Faults))
+	}
+	seen := map[string]bool{}
+	last := time.Duration(0)
+	for i, f := range a.Faults {
+		if err := f.Validate(); err != nil {
+			t.Errorf("fault %d (%s): %v", i+1, a.Drawn[i], err)
+		}
+		if f.At.D() < last || f.At.D() < time.Second || f.At.D() > 10*time.Minute-2*time.Second {
+			t.Errorf("fault %d at %s: want in time order, from 1 s to 2 s before the end", i+1, f.At)
+		}
+		last = f.At.D()
+		m := faults.MeaningOf(f)
+		if m.Lasting && f.For == 0 && f.Kind != "clock-jump" {
+			t.Errorf("fault %d (%s) lasts the run: a soak's faults heal", i+1, f.Kind)
+		}
+		seen[a.Drawn[i]] = true
+	}
+	for _, k := range kinds {
+		if !seen[k] {
+			t.Errorf("no %s in 10 minutes of the plan", k)
+		}
+	}
+	if err := a.Validate(); err != nil {
+		t.Errorf("the plan is not a valid scenario: %v", err)
+	}
+}
+
+// TestKindsRefused: an unknown fault, or one a topology cannot take, is bad input naming it.
+func TestKindsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		kinds      []string
+		topologies []string
+	}{
+		{[]string{"meteor"}, []string{"redis-single"}},
+		{[]string{"clock-jump"}, []string{"redis-single", "zookeeper"}},
+		{[]string{"session-kill"}, []string{"redis-single"}},
+		{[]string{"late-release"}, []string{"etcd"}},
+	} {
+		if _, err := kindsFor(tc.kinds, tc.topologies); !errors.Is(err, ErrBadOptions) {
+			t.Errorf("kinds %v on %v: %v, want a bad option", tc.kinds, tc.topologies, err)
+		}
+	}
+}
+
+// TestPoissonInterval: Garwood's exact intervals, against the published table values.
+func TestPoissonInterval(t *testing.T) {
+	for _, tc := range []struct {
+		k      int
+		lo, hi float64
+	}{{0, 0, 3.689}, {1, 0.0253, 5.572}, {10, 4.795, 18.39}, {100, 81.36, 121.6}} {
+		lo, hi := poissonInterval(tc.k)
+		if math.Abs(lo-tc.lo) > 0.01*max(tc.lo, 0.1) || math.Abs(hi-tc.hi) > 0.01*tc.hi {
+			t.Errorf("k=%d: [%.4g, %.4g], want [%.4g, %.4g]", tc.k, lo, hi, tc.lo, tc.hi)
+		}
+	}
+	r := poissonRate(6, 0.5)
+	if r.Value != 12 || r.Lo >= 12 || r.Hi <= 12 {
+		t.Errorf("6 in half an hour: %+v, want 12 an hour inside its interval", r)
+	}
+}
+
+// TestPlanRoundTrip: the plan written for --replay reads back the same, and the scenario file
+// beside it runs the same faults.
+func TestPlanRoundTrip(t *testing.T) {
+	kinds, err := kindsFor(nil, []string{"redis-single"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewPlan(3, time.Minute, 30, kinds, infos(t, "token"), 3, 300*time.Millisecond)
+	dir := t.TempDir()
+	if err := writePlan(dir, p); err != nil {
+		t.Fatal(err)
+	}
+	q, err := loadPlan(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(p, q) {
+		t.Errorf("plan read back differs:\n%+v\n%+v", p, q)
+	}
+	ex := p.excerpt("x", []int{3, 5})
+	if len(ex.Faults) != 2 || ex.Faults[0].At != faults.Duration(time.Second) ||
+		ex.Faults[1].At.D()-ex.Faults[0].At.D() != p.Faults[4].At.D()-p.Faults[2].At.D() {
+		t.Errorf("excerpt of faults 3 and 5: %+v, want them moved to start at 1 s, 3 to 5 apart as in the plan", ex.Faults)
+	}
+}
