@@ -136,6 +136,11 @@ func (r *AlgorithmResult) summarize(out *checker.Outcome, plan Plan) {
 			r.Unfired = append(r.Unfired, fmt.Sprintf("#%d %s: %s", p.Rule, plan.name(p.Rule, p.Kind), p.Reason))
 		}
 	}
+	if r.FaultsFired == 0 && r.Verdict == checker.Safe {
+		// The checker judged a run without faults; a soak claims safety under chaos.
+		r.Verdict = checker.Unknown
+		r.DecidedBy = "no fault of the plan fired: the soak tested nothing (" + r.DecidedBy + ")"
+	}
 	vs := out.Analysis.Violations
 	r.Violations = len(vs)
 	r.Truncated = len(vs) >= 1000 && r.Overlaps+r.IllegalGrants > len(vs)

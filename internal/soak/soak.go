@@ -142,6 +142,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		plan = NewPlan(o.Seed, o.Time, o.Rate, kinds, infos, o.Clients, o.TTL)
 	}
+	if len(plan.Faults) == 0 {
+		return nil, fmt.Errorf("%w: %s at %.3g faults a minute drew no fault from seed %d: give a longer --time or a higher --rate", ErrBadOptions, plan.Time, plan.Rate, plan.Seed)
+	}
 	if err := plan.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadOptions, err)
 	}
