@@ -13,7 +13,7 @@ FUZZTIME ?= 20s
 BENCH_LONG_RUN ?= 10m
 SOAK ?= 10m
 
-.PHONY: help deps images clients build test test-short run matrix selftest reproduce bench soak fuzz vet clean
+.PHONY: help deps images clients build test test-short run matrix selftest reproduce bench soak soak-bench fuzz vet clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -73,7 +73,10 @@ reproduce: deps build ## 20 runs of every selftest cell (real and mutant), caugh
 	$(GO) run ./internal/reproduce --runs 20 --parallel 2 --out $(OUT)/reproduce --bench BENCHMARKS.md
 
 bench: deps ## run the benchmarks (not the soak); they rewrite their sections of BENCHMARKS.md
-	BENCH_LONG_RUN=$(BENCH_LONG_RUN) $(GO) test -run '^$$' -bench . -skip '^BenchmarkSoak$$' -benchtime 1x -timeout 90m ./...
+	BENCH_LONG_RUN=$(BENCH_LONG_RUN) $(GO) test -run '^$$' -bench . -skip '^BenchmarkSoak(Command)?$$' -benchtime 1x -timeout 90m ./...
+
+soak-bench: deps images ## lockchaos soak of each seed algorithm for SOAK_TIME (10m) and the token/redlock/zookeeper comparison: RSS and findings into BENCHMARKS.md "Soak: lockchaos soak"
+	SOAK_TIME=$(SOAK) $(GO) test -run '^$$' -bench '^BenchmarkSoakCommand$$' -benchtime 1x -timeout 0 ./internal/soak/
 
 soak: deps ## bounded long run (SOAK=10m): heap and goroutines sampled into BENCHMARKS.md "Soak"
 	SOAK=$(SOAK) $(GO) test -run '^$$' -bench '^BenchmarkSoak$$' -benchtime 1x -timeout 0 ./internal/bench/
