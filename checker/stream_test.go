@@ -150,17 +150,9 @@ func TestSegmentedSameAsWhole(t *testing.T) {
 // waiting) is never cut in two: the paused holder still holds its acquisition there, so no cut
 // goes between its grant and its late write, and the result is CheckRun's.
 func TestSegmentsNeverSplitAViolation(t *testing.T) {
-	b := newHB("token", 10*time.Millisecond)
-	for i := range 30 {
-		b.cs(i%3+1, float64(i*10))
-	}
 	// Client 1 is granted at 301 and pauses; its lease ends at 311. Client 2 is granted at 320,
 	// does its critical section and releases; a quiet moment follows; then client 1 writes late.
-	lateWrite(b, 300)
-	for i := range 30 {
-		b.cs(i%3+1, float64(340+i*10))
-	}
-	h := b.history()
+	h := lateWriteRun(10 * time.Millisecond)
 	data := encode(t, h)
 	var cuts []int64
 	_, err := history.ReadSegments(bytes.NewReader(data), 1, nil, func(s *history.Segment) error {
@@ -182,6 +174,19 @@ func TestSegmentsNeverSplitAViolation(t *testing.T) {
 	if r := CheckHistory(h, Options{}).Result; r.Verdict != Unsafe || r.ExclusionViolations != 1 {
 		t.Fatalf("verdict %s with %d exclusion violations, want unsafe with 1", r.Verdict, r.ExclusionViolations)
 	}
+}
+
+// lateWriteRun is 30 critical sections, lateWrite at 300 ms, and 30 more.
+func lateWriteRun(ttl time.Duration) *history.History {
+	b := newHB("token", ttl)
+	for i := range 30 {
+		b.cs(i%3+1, float64(i*10))
+	}
+	lateWrite(b, 300)
+	for i := range 30 {
+		b.cs(i%3+1, float64(340+i*10))
+	}
+	return b.history()
 }
 
 // lateWrite records client 1 granted at t+1, pausing after its read; client 2 granted at t+20

@@ -47,15 +47,7 @@ func TestWatch(t *testing.T) {
 		t.Errorf("correct lock: %+v, want 240 ops and no violation", p)
 	}
 
-	b = newHB("token", time.Second)
-	for i := range 30 {
-		b.cs(i%3+1, float64(i*10))
-	}
-	lateWrite(b, 300)
-	for i := range 30 {
-		b.cs(i%3+1, float64(340+i*10))
-	}
-	h := b.history()
+	h := lateWriteRun(time.Second)
 	res := CheckHistory(h, Options{}).Result
 	want := res.FirstViolation
 	if want == nil {
