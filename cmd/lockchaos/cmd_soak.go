@@ -129,6 +129,9 @@ func soakLine(a soak.AlgorithmResult) string {
 	if a.Verdict != checker.Unsafe && a.Evidence != "" && a.Evidence != checker.EvidenceOK {
 		s += "; " + a.Evidence
 	}
+	if a.Error != "" {
+		s += "; the run ended early: " + a.Error
+	}
 	if a.Emitted != "" {
 		s += "; first violation's faults: " + a.Emitted
 	}

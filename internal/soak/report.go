@@ -111,7 +111,8 @@ type Group struct {
 func (r *AlgorithmResult) summarize(out *checker.Outcome, plan Plan) {
 	res := &out.Result
 	r.Verdict, r.DecidedBy, r.Evidence = res.Verdict, res.DecidedBy, res.Evidence
-	r.DurationMs, r.ChaosMs = res.DurationMs, ms(plan.Time.D())
+	// An interrupted soak had chaos for as long as it ran.
+	r.DurationMs, r.ChaosMs = res.DurationMs, min(ms(plan.Time.D()), res.DurationMs)
 	r.Operations, r.WritesOk = res.Operations, res.WritesOk
 	r.Overlaps, r.IllegalGrants, r.LostUpdates = res.ExclusionViolations, res.ServiceViolations, res.LostUpdates
 	r.FenceRegressions = res.FenceRegressions

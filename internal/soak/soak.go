@@ -222,8 +222,11 @@ func soakOne(ctx context.Context, o Options, plan Plan, info algorithms.Info) (A
 		ar.NotRun = err.Error()
 		return ar, err
 	}
-	if rc.Err != "" {
+	switch {
+	case rc.Err != "":
 		ar.Error = rc.Err
+	case ctx.Err() != nil:
+		ar.Error = fmt.Sprintf("interrupted %s in: what it recorded is checked", time.Since(began).Round(time.Second))
 	}
 	ar.summarize(out, plan)
 	return ar, nil
