@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/cluster"
 )
 
 // Client faults act on the harness's clients. A paused or crashed process is silent to the outside:
@@ -40,10 +41,14 @@ func (clientPause) validate(s Spec) error {
 
 func (clientPause) Describe(t Target) string { return fmt.Sprintf("paused %s at %s", t.For, t.Point) }
 
-// Inject black-holes the paused client's links; the nemesis holds the client at its point. A
-// client in a process of its own (algorithms.Pauser) is also stopped whole (SIGSTOP) until the heal.
+// Inject holds the paused client's links, as a stopped process's look from outside (DESIGN.md
+// §4): nothing it would send arrives, what is sent to it waits, and its connections stay open —
+// its kernel keeps them, and a session the server does not expire meanwhile survives the pause
+// (a session lock stays held). At the heal everything held is delivered in order. The nemesis
+// holds the client at its point. A client in a process of its own (algorithms.Pauser) is also
+// stopped whole (SIGSTOP) until the heal.
 func (clientPause) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
-	heal, err := silence(ctx, env, t)
+	heal, err := silence(ctx, env, t, cluster.HoldToxic, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +117,7 @@ func (clientCrash) Describe(t Target) string { return "crashed at " + t.Point }
 // Inject silences the client for good: its requests never arrive and its sessions expire, as the
 // server sees a dead process. A client in a process of its own (algorithms.Killer) is killed.
 func (clientCrash) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
-	heal, err := silence(ctx, env, t)
+	heal, err := silence(ctx, env, t, "timeout", blackHole)
 	if err != nil {
 		return nil, err
 	}
@@ -139,16 +144,14 @@ func lockerOf(env Env, c int) algorithms.Locker {
 	return nil
 }
 
-// silence black-holes every link of the client. Its heal waits resumeSettle after removing the
-// toxics: toxiproxy closes a connection whose timeout toxic is removed (it dropped data, so the
-// stream may be corrupt), and a client resumed at once would send its next command on that
-// connection before the close reaches its socket and get EOF, an unknown outcome a real paused
-// process, whose connections outlive the pause, would not see (setnx × client-pause's release
-// was lost so in 1 of 20 runs, and the lock never freed). After the wait the client's pool finds
-// the connection closed and dials a new one.
-func silence(ctx context.Context, env Env, t Target) (Heal, error) {
+// silence puts toxic on every link of the client: the hold of a pause, or a crash's black hole.
+// Its heal waits resumeSettle after removing the toxics: toxiproxy closes a connection whose
+// timeout toxic is removed (it dropped data, so the stream may be corrupt), and a client resumed
+// at once would send its next command on that connection before the close reaches its socket and
+// get EOF (setnx × client-pause's release was lost so in 1 of 20 runs when pauses black-holed).
+func silence(ctx context.Context, env Env, t Target, toxic string, attrs map[string]any) (Heal, error) {
 	t.Nodes = nil // every link of the client
-	heal, err := addToxic(ctx, env, t, "timeout", blackHole, "both")
+	heal, err := addToxic(ctx, env, t, toxic, attrs, "both")
 	if err != nil {
 		return nil, fmt.Errorf("silence the client's links: %w", err)
 	}
