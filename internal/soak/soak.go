@@ -154,8 +154,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := writePlan(o.Out, plan); err != nil {
 		return nil, err
 	}
+	began := time.Now()
 	rep := &Report{Seed: plan.Seed, TimeMs: ms(plan.Time.D()), Rate: plan.Rate, Kinds: plan.Kinds,
-		Faults: len(plan.Faults), Started: time.Now().UTC().Format(time.RFC3339), Version: o.Version,
+		Faults: len(plan.Faults), Started: began.UTC().Format(time.RFC3339), Version: o.Version,
 		Replay: o.Replay, Command: commandLine(o, plan)}
 	fmt.Fprintf(o.Log, "soak: %d faults of %s over %s (%.3g a minute), seed %d; plan %s\n",
 		len(plan.Faults), strings.Join(plan.Kinds, ", "), plan.Time, plan.Rate, plan.Seed, filepath.Join(o.Out, PlanFile))
@@ -180,7 +181,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 		}
 	}
-	rep.ElapsedMs = ms(time.Since(parseTime(rep.Started)))
+	rep.ElapsedMs = ms(time.Since(began))
 	if err := rep.write(o.Out); err != nil {
 		return rep, errors.Join(herr, err)
 	}
@@ -280,11 +281,3 @@ func writePlan(dir string, p Plan) error {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func parseTime(s string) time.Time {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return time.Now()
-	}
-	return t
-}
