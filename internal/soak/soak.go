@@ -157,7 +157,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	began := time.Now()
 	rep := &Report{Seed: plan.Seed, TimeMs: ms(plan.Time.D()), Rate: plan.Rate, Kinds: plan.Kinds,
 		Faults: len(plan.Faults), Started: began.UTC().Format(time.RFC3339), Version: o.Version,
-		Replay: o.Replay, Command: commandLine(o, plan)}
+		Replay: o.Replay, Command: commandLine(o)}
 	fmt.Fprintf(o.Log, "soak: %d faults of %s over %s (%.3g a minute), seed %d; plan %s\n",
 		len(plan.Faults), strings.Join(plan.Kinds, ", "), plan.Time, plan.Rate, plan.Seed, filepath.Join(o.Out, PlanFile))
 	var herr error
@@ -234,7 +234,7 @@ func soakOne(ctx context.Context, o Options, plan Plan, info algorithms.Info) (A
 }
 
 // commandLine is the command that replays the soak.
-func commandLine(o Options, plan Plan) string {
+func commandLine(o Options) string {
 	args := []string{"lockchaos", "soak", "--algorithms", strings.Join(o.Algorithms, ","), "--replay", o.Out}
 	if o.Backend != "" && o.Backend != "local" {
 		args = append(args, "--backend", o.Backend)
