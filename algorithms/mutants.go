@@ -88,6 +88,19 @@ func init() {
 			},
 		},
 		{
+			Name: "mysql-get-lock-no-valid", Mutant: "mysql-get-lock", Topologies: []string{topoMariaDB},
+			Removed: "asking the server: the holder trusts its session lock without checking that its session " +
+				"still holds it (Valid is always true)",
+			Points: []string{"acquire:after-lock", "release:before-unlock"},
+			New: func(cfg Config) (Locker, error) {
+				l, err := newMysqlGetLockWith(cfg, true)
+				if err != nil {
+					return nil, err
+				}
+				return l, nil
+			},
+		},
+		{
 			Name: "zookeeper-ignore-session", Mutant: "zookeeper", Topologies: []string{topoZooKeeper},
 			Removed: "the session check: the holder keeps using the lock after its session expired (Valid is always true)",
 			Points:  []string{"acquire:after-create", "release:before-delete"},

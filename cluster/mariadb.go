@@ -146,6 +146,7 @@ func MariaDBConfig(addr, user string) *mysql.Config {
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Net, cfg.Addr = user, "tcp", addr
 	cfg.Timeout = 2 * time.Second
+	cfg.InterpolateParams = true
 	cfg.Logger = &mysql.NopLogger{}
 	return cfg
 }
