@@ -20,10 +20,10 @@ func registerSQLScenarios() bool {
 	register(Scenario{
 		Name: "session-kill",
 		Summary: "The server ends the first holder's session right after it acquired (PostgreSQL's " +
-			"pg_terminate_backend, as an admin, a pooler or an idle-session timeout does); the holder goes on and " +
-			"learns it only at its next statement.",
+			"pg_terminate_backend, MariaDB's KILL, as an admin, a pooler or an idle-session timeout does); the holder " +
+			"goes on and learns it only at its next statement.",
 		Reproduces: "DESIGN.md §15: a session lock is dropped with its session; the waiter is granted at once",
-		Needs:      "a server that can end a client's sessions (postgres topologies); the kill at cs:acquired",
+		Needs:      "a server that can end a client's sessions (postgres topologies, mariadb); the kill at cs:acquired",
 		Workload:   std.merge(Workload{StuckAfter: ms(1500)}),
 		Faults:     []faults.Spec{{Kind: "session-kill", Point: "cs:acquired"}},
 		Expect:     all(na("Redis and ZooKeeper locks have no server session the harness can end")),
