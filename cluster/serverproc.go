@@ -85,9 +85,24 @@ func runOnce(dir string, cred *syscall.Credential, argv ...string) error {
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LANG=C"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s: %w: %s", filepath.Base(argv[0]), err, lastLines(string(out), 5))
+		return fmt.Errorf("%s: %w: %s", filepath.Base(argv[0]), err, errorLines(string(out), 5))
 	}
 	return nil
+}
+
+// errorLines returns the lines of out that say ERROR (mariadb-install-db's come before pages of
+// advice), else its last n lines.
+func errorLines(out string, n int) string {
+	var errs []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "ERROR") {
+			errs = append(errs, strings.TrimSpace(l))
+		}
+	}
+	if len(errs) == 0 {
+		return lastLines(out, n)
+	}
+	return lastLines(strings.Join(errs, "\n"), n)
 }
 
 // serverOf names a topology's one server of kind: the node that holds every lock (Master,
