@@ -59,12 +59,7 @@ func mariadbConfig(port int) []string {
 
 func init() {
 	registerTopology(MariaDB, topology{
-		nodes: func(n int) (int, error) {
-			if n > 1 {
-				return n, fmt.Errorf("mariadb with %d nodes (it has one server; use --nodes 1)", n)
-			}
-			return 1, nil
-		},
+		nodes:        oneServer(MariaDB),
 		needs:        mariadbRequirements,
 		start:        (*topo).startMariaDB,
 		leader:       serverOf(KindMariaDB),

@@ -56,12 +56,7 @@ var pgFlags = []string{
 
 func init() {
 	registerTopology(Postgres, topology{
-		nodes: func(n int) (int, error) {
-			if n > 1 {
-				return n, fmt.Errorf("postgres with %d nodes (it has one server; use --nodes 1)", n)
-			}
-			return 1, nil
-		},
+		nodes:        oneServer(Postgres),
 		needs:        pgRequirements,
 		start:        (*topo).startPostgres,
 		leader:       pgServer,

@@ -105,6 +105,16 @@ func errorLines(out string, n int) string {
 	return lastLines(strings.Join(errs, "\n"), n)
 }
 
+// oneServer is the nodes check of a topology of one server: --nodes 1 or none.
+func oneServer(topology string) func(n int) (int, error) {
+	return func(n int) (int, error) {
+		if n > 1 {
+			return n, fmt.Errorf("%s with %d nodes (it has one server; use --nodes 1)", topology, n)
+		}
+		return 1, nil
+	}
+}
+
 // serverOf names a topology's one server of kind: the node that holds every lock (Master,
 // Leader, and the faults' "master" selector).
 func serverOf(kind Kind) func(c *topo, _ context.Context) (string, error) {
