@@ -72,7 +72,7 @@ func newMysqlGetLockWith(cfg Config, noValid bool) (*mysqlGetLockLocker, error) 
 	mc := mysql.NewConfig()
 	mc.User, mc.Net, mc.Addr = sessionName(cfg.Client), "tcp", cfg.Addrs[0]
 	mc.Timeout = max(cfg.OpTimeout, time.Second)
-	mc.InterpolateParams = true // one round trip a statement, no server-side prepare
+	mc.InterpolateParams = true    // one round trip a statement, no server-side prepare
 	mc.Logger = &mysql.NopLogger{} // a broken session is what the faults are for; errors are returned
 	if cfg.Dial != nil {
 		mc.DialFunc = cfg.Dial // through the client's proxy for the server
