@@ -187,3 +187,53 @@ func TestMain(m *testing.M) {
 	redis.SetLogger(quietRedis{}) // go-redis logs every Sentinel discovery
 	os.Exit(m.Run())
 }
+
+// checkSessionKill: A (alg) holds, B (waiter, the careful lock) waits; the server ends A's
+// session. B is granted at once, A learns it only by asking (Valid; wantValid for a mutant that
+// does not ask), A's release is harmless, and A's next acquire starts a new session.
+func checkSessionKill(t *testing.T, c cluster.Cluster, alg, waiter string, wantValid bool) {
+	t.Helper()
+	ctx := context.Background()
+	killer, ok := c.(cluster.SessionKiller)
+	if !ok {
+		t.Fatal("the cluster is no SessionKiller")
+	}
+	name := "kill-" + alg
+	a := newLocker(t, c, alg, 1, name, opts{ttl: time.Second})
+	b := newLocker(t, c, waiter, 2, name, opts{ttl: time.Second})
+	la := acquire(t, a, 5*time.Second)
+	got := make(chan error, 1)
+	go func() {
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		lb, err := b.Acquire(actx)
+		if err == nil {
+			err = b.Release(ctx, lb)
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	n, err := killer.KillSessions(ctx, 1)
+	if err != nil || n != 1 {
+		t.Fatalf("KillSessions(1) = %d, %v; want 1", n, err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("B after A's session was killed: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("B not granted 5 s after A's session was killed")
+	}
+	if v := a.(algorithms.Validator).Valid(la); v != wantValid {
+		t.Errorf("%s: Valid after its session was killed = %v, want %v", alg, v, wantValid)
+	}
+	if err := a.Release(ctx, la); err != nil && !errors.Is(err, algorithms.ErrNotHeld) && !algorithms.IsUnknown(err) {
+		t.Errorf("Release after the kill = %v, want nil (the session is closed), ErrNotHeld or unknown", err)
+	}
+	// A's next acquire starts a new session.
+	la = acquire(t, a, 5*time.Second)
+	if err := a.Release(ctx, la); err != nil {
+		t.Errorf("Release on the new session: %v", err)
+	}
+}

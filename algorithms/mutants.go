@@ -79,13 +79,14 @@ func init() {
 			Removed: "asking the server: the holder trusts its session lock without checking that its session " +
 				"still holds it (Valid is always true)",
 			Points: []string{"acquire:after-lock", "release:before-unlock"},
-			New: func(cfg Config) (Locker, error) {
-				l, err := newPgAdvisoryWith(cfg, true)
-				if err != nil {
-					return nil, err
-				}
-				return l, nil
-			},
+			New:    func(cfg Config) (Locker, error) { return asLocker(newPgAdvisoryWith(cfg, true)) },
+		},
+		{
+			Name: "mysql-get-lock-no-valid", Mutant: "mysql-get-lock", Topologies: []string{topoMariaDB},
+			Removed: "asking the server: the holder trusts its session lock without checking that its session " +
+				"still holds it (Valid is always true)",
+			Points: []string{"acquire:after-lock", "release:before-unlock"},
+			New:    func(cfg Config) (Locker, error) { return asLocker(newMysqlGetLockWith(cfg, true)) },
 		},
 		{
 			Name: "zookeeper-ignore-session", Mutant: "zookeeper", Topologies: []string{topoZooKeeper},
@@ -138,4 +139,12 @@ func init() {
 		m.Source = "DESIGN.md §11 (teeth): " + m.Mutant + " with one mechanism removed"
 		Register(m)
 	}
+}
+
+// asLocker returns a constructor's locker as a Locker, nil (not a nil *T in an interface) on error.
+func asLocker[T Locker](l T, err error) (Locker, error) {
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }

@@ -95,8 +95,9 @@ func pgLockKey(name string) int64 {
 	return int64(h.Sum32() >> 1)
 }
 
-// pgAppName is the application_name of client c's sessions (cluster.ClientAppName).
-func pgAppName(c int) string { return fmt.Sprintf("lockchaos-client-%d", c) }
+// sessionName is the tag of client c's sessions (cluster.ClientAppName): PostgreSQL's
+// application_name, MariaDB's user name.
+func sessionName(c int) string { return fmt.Sprintf("lockchaos-client-%d", c) }
 
 func newPgAdvisory(cfg Config) (Locker, error) { return newPgAdvisoryWith(cfg, false) }
 
@@ -125,7 +126,7 @@ func pgConnConfig(cfg Config) (*pgx.ConnConfig, error) {
 		return nil, err
 	}
 	cc, err := pgx.ParseConfig(fmt.Sprintf("host=%s port=%s user=postgres dbname=postgres sslmode=disable application_name=%s",
-		host, port, pgAppName(cfg.Client)))
+		host, port, sessionName(cfg.Client)))
 	if err != nil {
 		return nil, err
 	}

@@ -15,10 +15,6 @@ func TestPgAdvisory(t *testing.T) {
 	t.Parallel()
 	c := servertest.Start(t, cluster.Spec{Topology: cluster.Postgres, Clients: 3, Proxies: true})
 	ctx := context.Background()
-	killer, ok := c.(cluster.SessionKiller)
-	if !ok {
-		t.Fatal("the postgres cluster is no SessionKiller")
-	}
 
 	t.Run("handover", func(t *testing.T) {
 		a := newLocker(t, c, "pg-advisory", 1, "handover", opts{ttl: time.Second})
@@ -64,44 +60,7 @@ func TestPgAdvisory(t *testing.T) {
 		wantValid bool
 	}{{"pg-advisory", false}, {"pg-advisory-no-valid", true}, {"pg-advisory-xact", false}} {
 		t.Run("session-kill/"+tc.alg, func(t *testing.T) {
-			name := "kill-" + tc.alg
-			a := newLocker(t, c, tc.alg, 1, name, opts{ttl: time.Second})
-			b := newLocker(t, c, "pg-advisory", 2, name, opts{ttl: time.Second})
-			la := acquire(t, a, 5*time.Second)
-			got := make(chan error, 1)
-			go func() {
-				actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				defer cancel()
-				lb, err := b.Acquire(actx)
-				if err == nil {
-					err = b.Release(ctx, lb)
-				}
-				got <- err
-			}()
-			time.Sleep(100 * time.Millisecond)
-			n, err := killer.KillSessions(ctx, 1)
-			if err != nil || n != 1 {
-				t.Fatalf("KillSessions(1) = %d, %v; want 1", n, err)
-			}
-			select {
-			case err := <-got:
-				if err != nil {
-					t.Fatalf("B after A's session was killed: %v", err)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("B not granted 5 s after A's session was killed")
-			}
-			if v := a.(algorithms.Validator).Valid(la); v != tc.wantValid {
-				t.Errorf("%s: Valid after its session was killed = %v, want %v", tc.alg, v, tc.wantValid)
-			}
-			if err := a.Release(ctx, la); err != nil && !errors.Is(err, algorithms.ErrNotHeld) && !algorithms.IsUnknown(err) {
-				t.Errorf("Release after the kill = %v, want nil (the session is closed), ErrNotHeld or unknown", err)
-			}
-			// A's next acquire starts a new session.
-			la = acquire(t, a, 5*time.Second)
-			if err := a.Release(ctx, la); err != nil {
-				t.Errorf("Release on the new session: %v", err)
-			}
+			checkSessionKill(t, c, tc.alg, "pg-advisory", tc.wantValid)
 		})
 	}
 }

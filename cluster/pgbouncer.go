@@ -29,12 +29,7 @@ const PgBouncerPoolSize = 2
 
 func init() {
 	registerTopology(PostgresPgBouncer, topology{
-		nodes: func(n int) (int, error) {
-			if n > 1 {
-				return n, fmt.Errorf("postgres-pgbouncer with %d nodes (it has one server; use --nodes 1)", n)
-			}
-			return 1, nil
-		},
+		nodes: oneServer(PostgresPgBouncer),
 		needs: func() []Requirement {
 			return append(pgRequirements(), withVersion(checkFile(pgBouncerBin, "pgbouncer"), pgBouncerVersion))
 		},

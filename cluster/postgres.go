@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -59,12 +56,7 @@ var pgFlags = []string{
 
 func init() {
 	registerTopology(Postgres, topology{
-		nodes: func(n int) (int, error) {
-			if n > 1 {
-				return n, fmt.Errorf("postgres with %d nodes (it has one server; use --nodes 1)", n)
-			}
-			return 1, nil
-		},
+		nodes:        oneServer(Postgres),
 		needs:        pgRequirements,
 		start:        (*topo).startPostgres,
 		leader:       pgServer,
@@ -85,60 +77,14 @@ func pgRequirements() []Requirement {
 		}
 		out = append(out, r)
 	}
-	if os.Geteuid() == 0 {
-		r := Requirement{Name: "user " + serverUser, Fix: "install postgresql (its package makes the user), or run make deps"}
-		if _, err := serverCred(); err != nil {
-			r.Detail = err.Error()
-		} else {
-			r.OK, r.Detail = true, "servers that refuse root run as "+serverUser
-		}
-		out = append(out, r)
-	}
-	return out
+	return append(out, userRequirements(serverUser, "postgresql")...)
 }
 
 // serverUser is who runs PostgreSQL and pgbouncer when the harness is root.
 const serverUser = "postgres"
 
-// serverCred returns the credential to run a root-refusing server with: nil when the harness is
-// not root (the server runs as the harness's user).
-func serverCred() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup(serverUser)
-	if err != nil {
-		return nil, fmt.Errorf("no user %s to run the server as (root is refused): %w", serverUser, err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: false, Groups: []uint32{}}, nil
-}
-
-// ownDir gives dir to cred's user and lets that user reach it: each ancestor without search
-// permission for others gets it (search only, not read: the run dir's names stay private).
-func ownDir(dir string, cred *syscall.Credential) error {
-	if cred == nil {
-		return nil
-	}
-	if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
-		return err
-	}
-	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
-		st, err := os.Stat(d)
-		if err != nil {
-			return err
-		}
-		if st.Mode().Perm()&0o001 == 0 {
-			if err := os.Chmod(d, st.Mode().Perm()|0o011); err != nil {
-				return err
-			}
-		}
-		if d == filepath.Dir(d) {
-			return nil
-		}
-	}
-}
+// serverCred returns the credential to run PostgreSQL and pgbouncer with (runAs).
+func serverCred() (*syscall.Credential, error) { return runAs(serverUser) }
 
 // newPostgresNode makes (not starts) a PostgreSQL node named name on port. Its data dir is made
 // by initdb at the first start and kept on Restart: a restart is a new postmaster over the same
@@ -181,20 +127,8 @@ func pgInitdb(dir string, cred *syscall.Credential) error {
 	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err == nil {
 		return nil
 	}
-	if err := ownDir(dir, cred); err != nil {
-		return fmt.Errorf("prepare %s for the postgres user: %w", dir, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(pgBinDir, "initdb"), "-D", data, "-A", "trust",
+	return runOnce(dir, cred, filepath.Join(pgBinDir, "initdb"), "-D", data, "-A", "trust",
 		"-U", PostgresUser, "-E", "UTF8", "--locale=C", "--no-instructions")
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LANG=C"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("initdb: %w: %s", err, lastLines(string(out), 5))
-	}
-	return nil
 }
 
 func (c *topo) startPostgres(ctx context.Context) error {
@@ -245,14 +179,7 @@ func pgPing(ctx context.Context, addr string) error {
 
 // pgServer names the PostgreSQL server: the node that holds every lock (Master, Leader, and the
 // faults' "master" selector).
-func pgServer(c *topo, _ context.Context) (string, error) {
-	for _, n := range c.data {
-		if n.Kind == KindPostgres {
-			return n.Name, nil
-		}
-	}
-	return "", fmt.Errorf("no PostgreSQL node")
-}
+var pgServer = serverOf(KindPostgres)
 
 // ClientAppName is the application_name client c's sessions carry, by which SessionKiller finds
 // them.
@@ -291,12 +218,4 @@ func pgKillSessions(c *topo, ctx context.Context, client int) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, " | ")
 }

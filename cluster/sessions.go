@@ -8,7 +8,8 @@ import (
 // SessionKiller is a cluster whose servers can end a client's sessions from the server side
 // (PostgreSQL's pg_terminate_backend, MariaDB's KILL): the session-kill fault (DESIGN.md §15).
 // A client's sessions are the ones tagged with ClientAppName(client) (PostgreSQL's
-// application_name); the server is reached directly, never through the client's proxy.
+// application_name, MariaDB's user name); the server is reached directly, never through the
+// client's proxy.
 type SessionKiller interface {
 	// KillSessions ends every session of client c and returns how many it ended. An error
 	// wrapping ErrNoSessions means the topology has no sessions to end.
@@ -22,7 +23,7 @@ var ErrNoSessions = fmt.Errorf("lockchaos: topology cannot end sessions")
 func (c *topo) KillSessions(ctx context.Context, client int) (int, error) {
 	t, ok := extraTopologies[c.spec.Topology]
 	if !ok || t.killSessions == nil {
-		return 0, fmt.Errorf("%w: %s (session-kill runs on postgres, postgres-pgbouncer)", ErrNoSessions, c.spec.Topology)
+		return 0, fmt.Errorf("%w: %s (session-kill runs on postgres, postgres-pgbouncer, mariadb)", ErrNoSessions, c.spec.Topology)
 	}
 	return t.killSessions(c, ctx, client)
 }

@@ -18,15 +18,7 @@ func TestPostgresCells(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs real servers")
 	}
-	std := harness.Workload{Clients: 5, TTL: 500 * time.Millisecond, Hold: 10 * time.Millisecond}
-	kill := []faults.Spec{{Kind: "session-kill", Point: "cs:acquired"}}
-	for _, tc := range []struct {
-		name, alg, topology string
-		faults              []faults.Spec
-		fencing             bool
-		want                checker.Verdict
-		check               func(t *testing.T, r *checker.Result)
-	}{
+	runSQLCells(t, []sqlCell{
 		{name: "baseline/pg-advisory", alg: "pg-advisory", want: checker.Safe},
 		{name: "baseline/pg-advisory-xact", alg: "pg-advisory-xact", want: checker.Safe},
 		{name: "baseline/pg-lease", alg: "pg-lease", fencing: true, want: checker.Safe},
@@ -38,23 +30,47 @@ func TestPostgresCells(t *testing.T) {
 				}
 			}},
 		{name: "pgbouncer/pg-advisory-xact", alg: "pg-advisory-xact", topology: "postgres-pgbouncer", want: checker.Safe},
-		{name: "session-kill/pg-advisory", alg: "pg-advisory", faults: kill, want: checker.Unsafe,
-			check: func(t *testing.T, r *checker.Result) {
-				if len(r.FaultsFired) == 0 {
-					t.Errorf("session-kill did not fire")
-				}
-				if r.ViolationClass == nil || *r.ViolationClass != checker.ServiceClass || r.LostUpdates != 0 {
-					t.Errorf("class %v, %d lost updates: want the service's grant and no lost update (the holder asked and did not write)",
-						r.ViolationClass, r.LostUpdates)
-				}
-			}},
-		{name: "session-kill/pg-advisory-no-valid", alg: "pg-advisory-no-valid", faults: kill, want: checker.Unsafe,
-			check: func(t *testing.T, r *checker.Result) {
-				if r.LostUpdates == 0 {
-					t.Errorf("no lost update: the holder that does not ask should have written into the next holder's lock")
-				}
-			}},
-	} {
+		{name: "session-kill/pg-advisory", alg: "pg-advisory", faults: kill, want: checker.Unsafe, check: askedAndDidNotWrite},
+		{name: "session-kill/pg-advisory-no-valid", alg: "pg-advisory-no-valid", faults: kill, want: checker.Unsafe, check: wroteIntoTheNextLock},
+	})
+}
+
+// kill ends the first holder's session right after it acquired (the session-kill scenario's fault).
+var kill = []faults.Spec{{Kind: "session-kill", Point: "cs:acquired"}}
+
+// askedAndDidNotWrite: the kill fired, the server granted the waiter while the lock model saw the
+// holder hold (a service violation), and the careful holder asked the server and lost no update.
+func askedAndDidNotWrite(t *testing.T, r *checker.Result) {
+	if len(r.FaultsFired) == 0 {
+		t.Errorf("session-kill did not fire")
+	}
+	if r.ViolationClass == nil || *r.ViolationClass != checker.ServiceClass || r.LostUpdates != 0 {
+		t.Errorf("class %v, %d lost updates: want the service's grant and no lost update (the holder asked and did not write)",
+			r.ViolationClass, r.LostUpdates)
+	}
+}
+
+// wroteIntoTheNextLock: the holder that does not ask wrote while the next client held.
+func wroteIntoTheNextLock(t *testing.T, r *checker.Result) {
+	if r.LostUpdates == 0 {
+		t.Errorf("no lost update: the holder that does not ask should have written into the next holder's lock")
+	}
+}
+
+// sqlCell is one run of a SQL lock's cell and what it must give.
+type sqlCell struct {
+	name, alg, topology string
+	faults              []faults.Spec
+	fencing             bool
+	want                checker.Verdict
+	check               func(t *testing.T, r *checker.Result)
+}
+
+// runSQLCells runs each cell once (seed 1, 2 s, 5 clients, TTL 500 ms), one at a time. A safe
+// cell needs evidence ok and dozens of acquires.
+func runSQLCells(t *testing.T, cells []sqlCell) {
+	std := harness.Workload{Clients: 5, TTL: 500 * time.Millisecond, Hold: 10 * time.Millisecond}
+	for _, tc := range cells {
 		t.Run(tc.name, func(t *testing.T) {
 			r := run(t, harness.Config{Algorithm: tc.alg, Scenario: tc.name, Topology: tc.topology, Seed: 1,
 				Duration: 2 * time.Second, StuckAfter: 1500 * time.Millisecond, Faults: tc.faults,

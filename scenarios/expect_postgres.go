@@ -20,10 +20,10 @@ func registerSQLScenarios() bool {
 	register(Scenario{
 		Name: "session-kill",
 		Summary: "The server ends the first holder's session right after it acquired (PostgreSQL's " +
-			"pg_terminate_backend, as an admin, a pooler or an idle-session timeout does); the holder goes on and " +
-			"learns it only at its next statement.",
+			"pg_terminate_backend, MariaDB's KILL, as an admin, a pooler or an idle-session timeout does); the holder " +
+			"goes on and learns it only at its next statement.",
 		Reproduces: "DESIGN.md §15: a session lock is dropped with its session; the waiter is granted at once",
-		Needs:      "a server that can end a client's sessions (postgres topologies); the kill at cs:acquired",
+		Needs:      "a server that can end a client's sessions (postgres topologies, mariadb); the kill at cs:acquired",
 		Workload:   std.merge(Workload{StuckAfter: ms(1500)}),
 		Faults:     []faults.Spec{{Kind: "session-kill", Point: "cs:acquired"}},
 		Expect:     all(na("Redis and ZooKeeper locks have no server session the harness can end")),
@@ -75,34 +75,7 @@ func init() {
 	// Measured on the local backend, 2026-11-26, on a loaded 2-core machine (seeds 1–5 unless
 	// said; pg-advisory-xact seeds 1–3, 1–5 for session-kill and pgbouncer-transaction): every
 	// run gave the code below.
-	session := map[string]string{
-		"baseline": "S",
-		// client-crash black-holes the crashed holder's links (faults/client.go): no FIN reaches
-		// the server, so the session — and the lock — stays until TCP keepalive gives up on it
-		// (PostgreSQL's default leaves that to the OS: 2 h). 5 of 5 stuck, as a dead host is.
-		"client-crash": "X: the dead holder's session stays open (no FIN; keepalive after the OS's 2 h)",
-		"client-pause": "S: the server holds the lock through the pause; the others wait",
-		"clock-skew":   "S: no clock of a client plays a part",
-		"slow-release": "S: the late unlock is the holder's own; nobody else could hold meanwhile",
-		"failover":     na("one PostgreSQL server: no standby to promote (postgres-standby is not built yet)"),
-		// At cs:before-read (variant above): the holder works under a lock the restarted server no
-		// longer has; another client is granted before it asks again (and skips its write). 8 of 8
-		// seeds; a 9th restart (seed 5, before initdb synced its files) did not come back in 15 s.
-		"restart":    "Us: the restart ends every session, and its locks, under a working holder",
-		"clock-jump": na("the fault shifts Redis key TTLs; a session lock has no TTL"),
-		// The server keeps the cut-off holder's session (and lock) until the partition heals and
-		// the holder's close arrives; the holder's Valid times out, so it skips its write.
-		"partition":      "S: the session, and the lock, outlive the partition; the holder's Valid fails and it does not write",
-		"latency":        "S",
-		"getset-race":    na("the race is GETSET's own"),
-		"node-kill":      "X: the only server is gone",
-		"zk-leader-kill": na("one PostgreSQL server: no ZooKeeper leader"),
-		// The waiter is granted the moment the holder's session ends, before the holder's next
-		// statement: the lock model (no TTL) sees a grant while the lock was held. The careful
-		// holder's Valid asks the server and skips its write: 0 overlapping writes, 0 lost updates;
-		// pg-advisory-no-valid writes into the next holder's lock (scenarios/catches.go: Ul).
-		"session-kill": "Us: the server ended the holder's session and granted the waiter; the holder asked and did not write",
-	}
+	session := sessionLockCells()
 	adv := maps.Clone(session)
 	// 5 of 5 seeds: 284–483 illegal grants and hundreds of lost updates per 2 s run, the first at
 	// 10–22 ms. The checker's cause is its generic one ("no fault or release in the history
@@ -139,6 +112,39 @@ func init() {
 	})
 	catch("pgbouncer-transaction", "pg-advisory-no-valid", "Us: as pg-advisory: two clients' locks land in one pooled session")
 	catch("session-kill", "pg-advisory-no-valid", "Ul: the holder whose session was killed writes while the next client holds")
+}
+
+// sessionLockCells are pg-advisory's cells, which a session lock on one server shares
+// (mysql-get-lock starts from them: expect_mariadb.go).
+func sessionLockCells() map[string]string {
+	return map[string]string{
+		"baseline": "S",
+		// client-crash black-holes the crashed holder's links (faults/client.go): no FIN reaches
+		// the server, so the session — and the lock — stays until TCP keepalive gives up on it
+		// (PostgreSQL's default leaves that to the OS: 2 h). 5 of 5 stuck, as a dead host is.
+		"client-crash": "X: the dead holder's session stays open (no FIN; keepalive after the OS's 2 h)",
+		"client-pause": "S: the server holds the lock through the pause; the others wait",
+		"clock-skew":   "S: no clock of a client plays a part",
+		"slow-release": "S: the late unlock is the holder's own; nobody else could hold meanwhile",
+		"failover":     na("one PostgreSQL server: no standby to promote (postgres-standby is not built yet)"),
+		// At cs:before-read (variant above): the holder works under a lock the restarted server no
+		// longer has; another client is granted before it asks again (and skips its write). 8 of 8
+		// seeds; a 9th restart (seed 5, before initdb synced its files) did not come back in 15 s.
+		"restart":    "Us: the restart ends every session, and its locks, under a working holder",
+		"clock-jump": na("the fault shifts Redis key TTLs; a session lock has no TTL"),
+		// The server keeps the cut-off holder's session (and lock) until the partition heals and
+		// the holder's close arrives; the holder's Valid times out, so it skips its write.
+		"partition":      "S: the session, and the lock, outlive the partition; the holder's Valid fails and it does not write",
+		"latency":        "S",
+		"getset-race":    na("the race is GETSET's own"),
+		"node-kill":      "X: the only server is gone",
+		"zk-leader-kill": na("one PostgreSQL server: no ZooKeeper leader"),
+		// The waiter is granted the moment the holder's session ends, before the holder's next
+		// statement: the lock model (no TTL) sees a grant while the lock was held. The careful
+		// holder's Valid asks the server and skips its write: 0 overlapping writes, 0 lost updates;
+		// pg-advisory-no-valid writes into the next holder's lock (scenarios/catches.go: Ul).
+		"session-kill": "Us: the server ended the holder's session and granted the waiter; the holder asked and did not write",
+	}
 }
 
 func isSeed(a string) bool {

@@ -1,0 +1,55 @@
+package scenarios
+
+import "github.com/lockchaos/lockchaos/faults"
+
+// Locks on MariaDB (DESIGN.md §15): mysql-get-lock (algorithms/mysql_get_lock.go), GET_LOCK on a
+// session of its own. It is a session lock as pg-advisory is, and of the same "sql" family
+// (Family): the server holds it while the session lives, with no TTL, and drops it when the
+// session ends (a KILL, a restart, a disconnect); the careful client's Valid asks the server
+// (IS_USED_LOCK(name) = CONNECTION_ID()). Where MariaDB's GET_LOCK differs from
+// pg_advisory_lock — its wait is bounded by its own timeout (the acquire's time left), a string
+// name, no transaction-level variant, and a killed session gets no error packet (the driver reads
+// EOF) — none changes a cell.
+
+func init() {
+	// The kill at the second grant's cs:acquired: at the first, 6 ms into the run, a loaded
+	// machine's waiters may still be connecting (a selftest run here: the waiter's GET_LOCK left
+	// 1 ms after the kill), so none waits in the server when the lock goes, and the holder, whose
+	// Valid failed on the killed session, released before anyone was granted: safe, where a waiter
+	// already queued is granted at once.
+	vary("session-kill", "mysql-get-lock", Variant{Faults: []faults.Spec{{Kind: "session-kill", Point: "cs:acquired", Skip: 1}}})
+	// Measured on the local backend, 2026-11-26, on this 2-core machine: `lockchaos run
+	// --algorithm mysql-get-lock --scenario X --seed N`, seeds 1–3, every run gave the code below
+	// (mysql-get-lock-no-valid: session-kill, partition and restart, seeds 1–3).
+	// Where a cell's mechanism is pg-advisory's, so is its code (sessionLockCells, expect_postgres.go):
+	// baseline (157–158 writes a run, evidence ok), clock-skew, slow-release, latency, node-kill,
+	// restart (the sql variant at cs:before-read: another client granted 131–145 ms in, 0 lost
+	// updates), partition (the session outlives it; the holder's Valid times out and it does not
+	// write: 16 writes, 6 in the danger window), clock-jump and getset-race n/a. The rest:
+	cells := sessionLockCells()
+	// client-crash black-holes the crashed holder's links (faults/client.go): no FIN reaches the
+	// server, so the session and its lock stay until wait_timeout (8 h) or TCP keepalive (the
+	// OS's 2 h). 3 of 3 stuck, as pg-advisory.
+	cells["client-crash"] = "X: the dead holder's session stays open (no FIN; wait_timeout 8 h)"
+	// Unlike a real pause: the fault's heal removes the toxics that silenced the paused holder's
+	// links, and toxiproxy closes a connection whose timeout toxic is removed (faults/client.go,
+	// silence). The close ends the holder's session and its lock, a waiter is granted as the
+	// 900 ms pause (from 14 ms) ends, and the holder resumes past its validity check and writes:
+	// 1 lost update in each of 3 runs (and seed 4's), the grant at 916–919 ms. pg-advisory does the
+	// same on this tree (seed 1: unsafe, 1 lost update), against its "S" in expect_postgres.go.
+	cells["client-pause"] = "Us: the pause's heal closes the holder's proxied connection, which ends its session and lock; it writes after"
+	cells["failover"] = na("one MariaDB server: no replica to promote")
+	cells["zk-leader-kill"] = na("one MariaDB server: no ZooKeeper leader")
+	// The waiter is granted 3–6 ms after the KILL, before the holder's next statement: the lock
+	// model (no TTL) sees a grant while the lock was held. The careful holder asks and skips its
+	// write: 0 lost updates. Seeds 1–3 with the kill at the second grant (the variant above);
+	// with it at the first, 13 of 13 sequential runs gave Us and 1 selftest run under load safe.
+	// selftest --scenarios session-kill --runs 5 with the variant: 5 of 5, the mutant caught 5 of 5.
+	cells["session-kill"] = "Us: the server ended the holder's session and granted the waiter; the holder asked and did not write"
+	cells["pgbouncer-transaction"] = na("not a PostgreSQL lock")
+	Expect("mysql-get-lock", cells)
+	// 3 of 3 (the variant's kill): 1 lost update each, the waiter granted 2–4 ms after the kill. (The mutant's partition runs were
+	// safe, 3 of 3, as the session outlives the partition; its restart runs unsafe-service with 0
+	// lost updates, 3 of 3.)
+	catch("session-kill", "mysql-get-lock-no-valid", "Ul: the holder whose session was killed writes while the next client holds")
+}
