@@ -31,13 +31,12 @@ func init() {
 	// server, so the session and its lock stay until wait_timeout (8 h) or TCP keepalive (the
 	// OS's 2 h). 3 of 3 stuck, as pg-advisory.
 	cells["client-crash"] = "X: the dead holder's session stays open (no FIN; wait_timeout 8 h)"
-	// Unlike a real pause: the fault's heal removes the toxics that silenced the paused holder's
-	// links, and toxiproxy closes a connection whose timeout toxic is removed (faults/client.go,
-	// silence). The close ends the holder's session and its lock, a waiter is granted as the
-	// 900 ms pause (from 14 ms) ends, and the holder resumes past its validity check and writes:
-	// 1 lost update in each of 3 runs (and seed 4's), the grant at 916–919 ms. pg-advisory does the
-	// same on this tree (seed 1: unsafe, 1 lost update), against its "S" in expect_postgres.go.
-	cells["client-pause"] = "Us: the pause's heal closes the holder's proxied connection, which ends its session and lock; it writes after"
+	// client-pause holds the paused holder's links (faults/client.go): its session outlives the
+	// pause, as a stopped process's does, and the server holds the lock through it: seeds 1–3
+	// safe (162–163 writes, 84–85 in the danger window), as pg-advisory. Before the pause held
+	// the links it black-holed them, and toxiproxy closed them at the heal, which ended the
+	// session and its lock: Us in 3 of 3, a harness effect this cell found.
+	cells["client-pause"] = "S: the server holds the lock through the pause; the others wait"
 	cells["failover"] = na("one MariaDB server: no replica to promote")
 	cells["zk-leader-kill"] = na("one MariaDB server: no ZooKeeper leader")
 	// The waiter is granted 3–6 ms after the KILL, before the holder's next statement: the lock
