@@ -22,7 +22,8 @@ const emitRuns = 2
 
 // emit turns the faults open at the algorithm's first violation into a scenario file of a few
 // seconds, then shrinks it: the smallest subset of those faults (each alone first, then the
-// whole set) that still breaks the lock in one of emitRuns runs. It writes
+// whole set) that still breaks the lock in one of emitRuns runs, and a single fault's size as
+// explore shrinks it (shrinkSize). It writes
 // Out/emitted-<algorithm>.yaml and says in ar what the shrink found.
 func emit(ctx context.Context, o Options, plan Plan, info algorithms.Info, ar *AlgorithmResult) error {
 	var rules []int
@@ -62,6 +63,13 @@ func emit(ctx context.Context, o Options, plan Plan, info algorithms.Info, ar *A
 	case broke:
 		sc = plan.excerpt(name, found)
 		ar.EmitNote = fmt.Sprintf("shrunk to %s, which broke the lock again (%d runs at most)", plan.names(found), emitRuns)
+		if len(found) == 1 {
+			smaller, note, err := shrinkSize(ctx, o, plan, info, sc, len(candidates)+1)
+			if err != nil {
+				return err
+			}
+			sc, ar.EmitNote = smaller, ar.EmitNote+"; "+note
+		}
 	default:
 		ar.EmitNote = fmt.Sprintf("no subset of %s broke the lock again in %d runs each: the violation needed the soak's own timing or the state earlier faults left; the file holds them all", plan.names(rules), emitRuns)
 	}
@@ -77,6 +85,62 @@ func emit(ctx context.Context, o Options, plan Plan, info algorithms.Info, ar *A
 	}
 	ar.Emitted = file
 	return nil
+}
+
+// shrinkSteps bounds the binary search of a fault's size: 1/32 of its size at the most.
+const shrinkSteps = 5
+
+// size is the parameter of f a shrink varies (what explore's shrink varies: a pause's or a
+// partition's length, a latency's or a clock's amount), nil for a fault without one.
+func size(f *faults.Spec) *faults.Duration {
+	switch f.Kind {
+	case "latency", "clock-skew", "clock-jump":
+		return &f.Amount
+	case "client-pause", "partition", "pause-server", "restart":
+		return &f.For
+	}
+	return nil
+}
+
+// shrinkSize binary-searches the smallest size of sc's one fault that still breaks the lock, as
+// explore's shrink does: the soak's size broke it, no fault is assumed not to; a size breaks if
+// one of emitRuns runs is unsafe. It returns the scenario at the smallest breaking size found.
+func shrinkSize(ctx context.Context, o Options, plan Plan, info algorithms.Info, sc scenarios.Scenario, n int) (scenarios.Scenario, string, error) {
+	f := sc.Faults[0]
+	p := size(&f)
+	if p == nil || *p == 0 {
+		return sc, "its size is not shrunk (" + f.Kind + " has none)", nil
+	}
+	from := *p
+	neg := from < 0
+	lo, hi := time.Duration(0), from.D()
+	if neg {
+		hi = -hi
+	}
+	at := func(v time.Duration) scenarios.Scenario {
+		g := f
+		if neg {
+			v = -v
+		}
+		*size(&g) = faults.Duration(v)
+		c := sc
+		c.Faults = []faults.Spec{g}
+		return c
+	}
+	steps := 0
+	for ; steps < shrinkSteps && ctx.Err() == nil; steps++ {
+		mid := ((lo + hi) / 2).Round(time.Millisecond)
+		broke, err := probe(ctx, o, plan, info, at(mid), n+steps)
+		if err != nil {
+			return sc, "", err
+		}
+		if broke {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return at(hi), fmt.Sprintf("its size shrunk from %s to %s, which broke it (%s did not; %d probes)", from.D(), hi, lo, steps), nil
 }
 
 // names lists rules as the plan names them: "#12 partition, #14 client-pause".
@@ -127,12 +191,28 @@ func probe(ctx context.Context, o Options, plan Plan, info algorithms.Info, sc s
 		if err != nil && rc.Result == nil {
 			return false, err
 		}
-		fmt.Fprintf(o.Log, "soak %s: shrink probe %s run %d: %s\n", info.Name, sc.Summary, run, verdictOf(rc.Result))
+		fmt.Fprintf(o.Log, "soak %s: shrink probe %d (%s) run %d: %s\n", info.Name, n, label(sc.Faults), run, verdictOf(rc.Result))
 		if rc.Result != nil && rc.Result.Verdict == checker.Unsafe {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// label lists faults with their sizes: "client-pause 644ms, partition 1.2s".
+func label(fs []faults.Spec) string {
+	if len(fs) == 0 {
+		return "no fault"
+	}
+	var out []string
+	for _, f := range fs {
+		s := f.Kind
+		if p := size(&f); p != nil {
+			s += " " + p.D().String()
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, ", ")
 }
 
 func verdictOf(r *checker.Result) string {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,6 +105,9 @@ func TestSoakFindsReplaysEmits(t *testing.T) {
 		t.Errorf("emitted %s: %v, want one scenario with at most the %d faults of the first violation", a.Emitted, err, len(firstRules(a)))
 	}
 	t.Logf("emitted: %s", a.EmitNote)
+	if len(em) == 1 && len(em[0].Faults) == 1 && em[0].Faults[0].Kind == "client-pause" && !strings.Contains(a.EmitNote, "size shrunk") {
+		t.Errorf("the emitted pause was not shrunk: %s", a.EmitNote)
+	}
 
 	replay := soaked(t, soak.Options{Algorithms: []string{"setnx-px"}, Replay: out})
 	b := replay.Algorithms[0]
