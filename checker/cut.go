@@ -27,14 +27,24 @@ func (r *run) lockExit(cut int64) (lockExit, bool) {
 	nRel := make([]int32, len(r.ops))
 	firstRel := make([]int64, len(r.ops))
 	lastRel := make([]int32, len(r.ops))
+	unknownRel := map[int]bool{} // acquires with a release of unknown outcome
 	for i := range r.ops {
 		o := &r.ops[i]
 		if o.Op != history.OpRelease || o.Status == history.TypeFail || o.Done == history.Never {
 			continue
 		}
 		j, ok := r.acquireOf(o)
-		if !ok || o.Status != history.TypeOk || o.Call < r.ops[j].Return {
-			return lockExit{}, false // an unknown release, or one called before its acquire returned
+		if !ok || o.Call < r.ops[j].Return {
+			return lockExit{}, false // a release called before its acquire returned
+		}
+		if o.Status != history.TypeOk {
+			// An unknown release may take effect at any time after its call, or never: the
+			// acquire is taken to hold until its lease ends, which is certain only with a TTL.
+			if r.ttl(&r.ops[j]) == 0 {
+				return lockExit{}, false
+			}
+			unknownRel[j] = true
+			continue
 		}
 		if nRel[j] == 0 || o.Call < firstRel[j] {
 			firstRel[j] = o.Call
@@ -65,7 +75,7 @@ func (r *run) lockExit(cut int64) (lockExit, bool) {
 			return lockExit{}, false
 		}
 		f := leaseEnd(a)
-		if nRel[i] > 0 {
+		if nRel[i] > 0 && !unknownRel[i] {
 			f = min(f, firstRel[i])
 		}
 		if f > f1 {
@@ -78,7 +88,7 @@ func (r *run) lockExit(cut int64) (lockExit, bool) {
 		}
 		maxRet = max(maxRet, a.Return)
 	}
-	if l < 0 || other >= f1 || nRel[l] != 1 {
+	if l < 0 || other >= f1 || nRel[l] != 1 || unknownRel[l] {
 		return lockExit{}, false
 	}
 	L, R := &r.ops[l], &r.ops[lastRel[l]]

@@ -255,3 +255,48 @@ func FuzzSegmentedSameAsWhole(f *testing.F) {
 		sameAsWholeData(t, data, int(minOps%8)+1)
 	})
 }
+
+// A release of unknown outcome (a timeout under a partition) no longer stops every later cut: once
+// its acquire's lease has ended, the lock's state is certain whatever the release did, so a long
+// chaos run is still checked in segments — with CheckRun's result. Without a TTL it stays
+// uncertain: that run is checked whole.
+func TestCutsAfterAnUnknownRelease(t *testing.T) {
+	build := func(ttl time.Duration) *history.History {
+		b := newHB("token", ttl)
+		for i := range 20 {
+			b.cs(i%3+1, float64(i*10))
+		}
+		a := b.acquire(1, 200, 201)
+		b.read(1, a, 202, 203, b.value)
+		b.write(1, a, 204, 205, b.value+1)
+		b.value++
+		b.op(history.OpRelease, 1, a, 206, history.TypeInfo, 300, nil, "timeout")
+		// The next holder comes after client 1's lease ran out, and many more after it.
+		for i := range 200 {
+			b.cs(i%3+1, float64(1300+i*10))
+		}
+		return b.history()
+	}
+	cutsAfter := func(h *history.History) int {
+		n := 0
+		if _, err := history.ReadSegments(bytes.NewReader(encode(t, h)), 20, cuttable(Options{}), func(s *history.Segment) error {
+			if s.Cut != history.Never && s.Cut > at(300) {
+				n++
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	h := build(time.Second)
+	if n := cutsAfter(h); n < 10 {
+		t.Errorf("%d cuts after the unknown release, want many once its lease ended", n)
+	}
+	if !sameAsWhole(t, h, 20) {
+		t.Error("the history with an unknown release was not checked in segments")
+	}
+	if n := cutsAfter(build(0)); n != 0 {
+		t.Errorf("without a TTL: %d cuts after the unknown release, want none (the lock's state is uncertain)", n)
+	}
+}

@@ -45,7 +45,7 @@ func Watch(r io.Reader, opts Options, minOps int, seen func(Progress)) error {
 		j.seg, j.prev = nil, nil
 		prev = j
 		pr.Segments++
-		pr.Ops += len(seg.Ops) - seg.Carried
+		pr.Ops += len(seg.Ops) // the carried acquires were not in the previous segment
 		pr.AtMs = ms(seg.End)
 		for _, f := range seg.Faults {
 			if f.ID > lastFault && !f.Arm && f.ActsOn != history.ActsOnHarness {
