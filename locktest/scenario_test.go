@@ -119,7 +119,9 @@ func TestPointFreeGetThenDel(t *testing.T) {
 	if c.skipped != "" {
 		t.Skip(c.skipped)
 	}
-	if !c.failed || len(c.errors) != 1 || !strings.HasPrefix(c.errors[0], "slow-release: verdict unsafe (service class)") {
+	// The first violation is the service's (the late DEL removed the next holder's key); a run
+	// may show the client class too ("service class; classes seen [service client]").
+	if !c.failed || len(c.errors) != 1 || !strings.HasPrefix(c.errors[0], "slow-release: verdict unsafe (service class") {
 		t.Fatalf("the point-free GET-then-DEL release was not caught by slow-release (failed %v, errors %q, logs %q)",
 			c.failed, c.errors, c.logs)
 	}

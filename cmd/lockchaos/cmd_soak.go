@@ -132,6 +132,9 @@ func soakLine(a soak.AlgorithmResult) string {
 	if a.Error != "" {
 		s += "; the run ended early: " + a.Error
 	}
+	if a.Reproduced != nil {
+		s += fmt.Sprintf("; the replayed soak's first violation happened again under its faults: %v", *a.Reproduced)
+	}
 	if a.Emitted != "" {
 		s += "; first violation's faults: " + a.Emitted
 	}

@@ -75,10 +75,17 @@ type AlgorithmResult struct {
 	HeldShare      float64 `json:"held_share"`
 	LongestStallMs float64 `json:"longest_stall_ms"`
 	// Groups are the violations by cause: the faults under which they happened and their class.
-	Groups []Group              `json:"groups"`
-	First  *checker.Violation   `json:"first_violation,omitempty"`
-	Live   Live                 `json:"live"`
-	Fired  []checker.FiredFault `json:"-"`
+	Groups []Group `json:"groups"`
+	// FirstRules are the plan's faults (1-based rules) open at the first violation, RuleSets
+	// every distinct set of them open at a violation: what a replay compares against.
+	FirstRules []int   `json:"first_rules"`
+	RuleSets   [][]int `json:"rule_sets,omitempty"`
+	// Reproduced, on a replay, says whether a violation happened again under (at least) the faults
+	// of the replayed soak's first violation; nil when there is nothing to compare.
+	Reproduced *bool                `json:"reproduced,omitempty"`
+	First      *checker.Violation   `json:"first_violation,omitempty"`
+	Live       Live                 `json:"live"`
+	Fired      []checker.FiredFault `json:"-"`
 	// Emitted is the scenario file of the first violation's faults (Options.Emit), EmitNote what
 	// its shrinking found.
 	Emitted  string `json:"emitted,omitempty"`
@@ -173,6 +180,13 @@ func (r *AlgorithmResult) summarize(out *checker.Outcome, plan Plan) {
 			}
 		}
 		slices.Sort(names)
+		rules := rulesOf(open)
+		if !slices.ContainsFunc(r.RuleSets, func(rs []int) bool { return slices.Equal(rs, rules) }) {
+			r.RuleSets = append(r.RuleSets, rules)
+		}
+		if r.FirstRules == nil && r.First != nil && v.AtMs == r.First.AtMs {
+			r.FirstRules = rules
+		}
 		cause := strings.Join(names, " + ")
 		if cause == "" {
 			cause = "no fault"
@@ -196,6 +210,26 @@ func (r *AlgorithmResult) summarize(out *checker.Outcome, plan Plan) {
 	}
 	slices.SortStableFunc(r.Groups, func(a, b Group) int {
 		return cmp.Or(cmp.Compare(b.Incidents, a.Incidents), cmp.Compare(b.Count, a.Count), cmp.Compare(a.First.AtMs, b.First.AtMs))
+	})
+}
+
+// rulesOf lists the rules of fault occurrences, sorted, without repeats.
+func rulesOf(fs []checker.FiredFault) []int {
+	out := []int{}
+	for _, f := range fs {
+		if f.Rule > 0 && !slices.Contains(out, f.Rule) {
+			out = append(out, f.Rule)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// reproduces reports whether r had a violation under at least the faults of want (an earlier
+// soak's first violation, on the same plan).
+func (r *AlgorithmResult) reproduces(want []int) bool {
+	return slices.ContainsFunc(r.RuleSets, func(rs []int) bool {
+		return !slices.ContainsFunc(want, func(x int) bool { return !slices.Contains(rs, x) })
 	})
 }
 

@@ -128,10 +128,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		topologies[i] = info.Topologies[0]
 	}
 	var plan Plan
+	var before *Report // the replayed soak's report, when it wrote one
 	if o.Replay != "" {
 		if plan, err = loadPlan(o.Replay); err != nil {
 			return nil, err
 		}
+		before = loadReport(o.Replay)
 		if _, err := kindsFor(plan.Kinds, topologies); err != nil {
 			return nil, err
 		}
@@ -168,6 +170,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			continue
 		}
 		ar, err := soakOne(ctx, o, plan, info)
+		if b := before.algorithm(info.Name); b != nil && b.First != nil && b.FirstRules != nil && ar.NotRun == "" {
+			again := ar.reproduces(b.FirstRules)
+			ar.Reproduced = &again
+		}
 		rep.Algorithms = append(rep.Algorithms, ar)
 		if err != nil {
 			herr = err
@@ -257,6 +263,32 @@ func loadPlan(dir string) (Plan, error) {
 		return Plan{}, fmt.Errorf("%w: --replay %s: %s is not a soak's plan (%v)", ErrBadOptions, dir, path, err)
 	}
 	return p, nil
+}
+
+// loadReport reads an earlier soak's soak.json; nil when it has none (it died before the end).
+func loadReport(dir string) *Report {
+	b, err := os.ReadFile(filepath.Join(dir, JSONFile))
+	if err != nil {
+		return nil
+	}
+	var r Report
+	if json.Unmarshal(b, &r) != nil {
+		return nil
+	}
+	return &r
+}
+
+// algorithm is the result of the named algorithm in r (nil r or none: nil).
+func (r *Report) algorithm(name string) *AlgorithmResult {
+	if r == nil {
+		return nil
+	}
+	for i := range r.Algorithms {
+		if r.Algorithms[i].Algorithm == name {
+			return &r.Algorithms[i]
+		}
+	}
+	return nil
 }
 
 // writePlan writes the plan twice: as plan.json, which --replay reads, and as a scenario file

@@ -53,6 +53,7 @@ type algView struct {
 	PerHour, PerFault         string
 	Held, Stall, Live, ByKind string
 	Report                    string
+	Replayed                  string // "happened again", "did not happen again" or ""
 	Groups                    []groupView
 }
 
@@ -74,6 +75,9 @@ func (r *Report) view() view {
 			Held: fmt.Sprintf("%.1f%%", 100*a.HeldShare), Stall: dur(a.LongestStallMs), Live: "—"}
 		if a.NotRun != "" {
 			av.Verdict = "not run"
+		}
+		if a.Reproduced != nil {
+			av.Replayed = map[bool]string{true: "happened again", false: "did not happen again"}[*a.Reproduced]
 		}
 		if a.Live.FirstViolationMs >= 0 {
 			av.Live = dur(a.Live.FirstViolationMs)
