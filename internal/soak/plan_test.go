@@ -2,6 +2,7 @@ package soak
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/faults"
 )
 
@@ -134,5 +136,44 @@ func TestPlanRoundTrip(t *testing.T) {
 	if len(ex.Faults) != 2 || ex.Faults[0].At != faults.Duration(time.Second) ||
 		ex.Faults[1].At.D()-ex.Faults[0].At.D() != p.Faults[4].At.D()-p.Faults[2].At.D() {
 		t.Errorf("excerpt of faults 3 and 5: %+v, want them moved to start at 1 s, 3 to 5 apart as in the plan", ex.Faults)
+	}
+}
+
+// TestSummarize: violations are grouped by the plan's names of the faults open at them and by
+// class; an incident is one broken acquisition; a replay reproduces the first violation when a
+// violation of its comes under at least the same faults.
+func TestSummarize(t *testing.T) {
+	plan := Plan{Time: faults.Duration(time.Hour), Drawn: []string{"client-pause", "late-release", "partition"}}
+	plan.Faults = []faults.Spec{{Kind: "client-pause"}, {Kind: "latency"}, {Kind: "partition"}}
+	v := func(at float64, acq int64, class checker.Class, fs ...int64) checker.Violation {
+		return checker.Violation{Kind: "exclusion", Class: class, AtMs: at, A: checker.OpRef{ID: acq}, Faults: fs}
+	}
+	vs := []checker.Violation{
+		v(10, 1, checker.ClientClass, 11), v(11, 1, checker.ClientClass, 11), v(12, 1, checker.ClientClass, 11), // one pause, one holder overlapped thrice
+		v(50, 7, checker.ServiceClass, 12, 13),
+		v(90, 9, checker.ClientClass), // no fault open
+	}
+	out := &checker.Outcome{Result: checker.Result{Verdict: checker.Unsafe, DurationMs: 3.6e6, HeldMs: 1.8e6, FirstViolation: &vs[0],
+		ExclusionViolations: 5, FaultsFired: []checker.FiredFault{{Fault: 11, Rule: 1, Kind: "client-pause"},
+			{Fault: 12, Rule: 2, Kind: "latency"}, {Fault: 13, Rule: 3, Kind: "partition"}}},
+		Analysis: checker.Analysis{Violations: vs}}
+	var r AlgorithmResult
+	r.summarize(out, plan)
+	if r.Incidents != 3 || r.Violations != 5 || r.FaultsFired != 3 || r.HeldShare != 0.5 {
+		t.Errorf("incidents %d, violations %d, faults %d, held %.2f; want 3, 5, 3, 0.50", r.Incidents, r.Violations, r.FaultsFired, r.HeldShare)
+	}
+	if r.PerHour.Value != 3 || r.ByKind["late-release"] != 1 {
+		t.Errorf("per hour %v, by kind %v: want 3 an hour, late-release named by the plan", r.PerHour, r.ByKind)
+	}
+	var causes []string
+	for _, g := range r.Groups {
+		causes = append(causes, fmt.Sprintf("%s/%s/%d/%d", g.Cause, g.Class, g.Incidents, g.Count))
+	}
+	want := []string{"client-pause/client/1/3", "late-release + partition/service/1/1", "no fault/client/1/1"}
+	if !slices.Equal(causes, want) {
+		t.Errorf("groups %v, want %v", causes, want)
+	}
+	if !slices.Equal(r.FirstRules, []int{1}) || !r.reproduces([]int{2}) || !r.reproduces([]int{2, 3}) || r.reproduces([]int{1, 2}) {
+		t.Errorf("first rules %v, rule sets %v: want [1], and a replay of a first violation under 2, or 2 and 3, reproduced, under 1 and 2 not", r.FirstRules, r.RuleSets)
 	}
 }

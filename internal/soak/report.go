@@ -112,6 +112,8 @@ type Group struct {
 	// First is the group's first violation, Faults the fault occurrences open at it.
 	First  checker.Violation    `json:"first"`
 	Faults []checker.FiredFault `json:"faults"`
+	// Names are the plan\'s names of Faults (late-release, slow-grant, ...), in order.
+	Names []string `json:"fault_names"`
 }
 
 // summarize fills r from the checker's outcome of the whole run.
@@ -195,6 +197,9 @@ func (r *AlgorithmResult) summarize(out *checker.Outcome, plan Plan) {
 		g := groups[key]
 		if g == nil {
 			g = &Group{Cause: cause, Kind: v.Kind, Class: v.Class, First: v, Faults: open}
+			for _, f := range open {
+				g.Names = append(g.Names, plan.name(f.Rule, f.Kind))
+			}
 			groups[key], groupSeen[key] = g, map[int64]bool{}
 		}
 		g.Count++

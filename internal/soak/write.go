@@ -95,8 +95,8 @@ func (r *Report) view() view {
 		}
 		for _, g := range a.Groups {
 			gv := groupView{G: g, At: dur(g.First.AtMs)}
-			for _, f := range g.Faults {
-				gv.Faults = append(gv.Faults, describe(f))
+			for i, f := range g.Faults {
+				gv.Faults = append(gv.Faults, describe(g.Names[i], f))
 			}
 			av.Groups = append(av.Groups, gv)
 		}
@@ -106,9 +106,12 @@ func (r *Report) view() view {
 	return v
 }
 
-// describe is one fault occurrence as the page lists it.
-func describe(f checker.FiredFault) string {
-	s := f.Kind
+// describe is one fault occurrence as the page lists it, by its name in the plan.
+func describe(name string, f checker.FiredFault) string {
+	s := name
+	if name != f.Kind {
+		s += " (" + f.Kind + ")"
+	}
 	if f.Point != "" {
 		s += " at " + f.Point
 	}
