@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -23,6 +24,11 @@ type faultTemplate struct {
 	// draw makes one occurrence at at, from rng; lease is the TTL or the session, whichever is
 	// longer; clients is the run's.
 	draw func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec
+	// settle, for a fault on a server, is how long after it healed the next server fault waits:
+	// a server being restarted cannot also be paused (the fault would fail to inject, and a run
+	// whose planned fault failed proves nothing with it), and a restarted ensemble needs its
+	// election. Zero for the faults on clients and links, which overlap freely.
+	settle time.Duration
 }
 
 // sizes are what a draw scales its fault by.
@@ -106,11 +112,11 @@ var templates = []faultTemplate{
 	{name: "restart", on: notOn("its servers are not restarted by lockchaos", "postgres-pgbouncer"), draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// A node killed and started again after a while, empty where it keeps nothing on disk.
 		return faults.Spec{Kind: "restart", At: faults.Duration(at), Nodes: "random", For: between(rng, 0.2, 2, p.lease)}
-	}},
+	}, settle: 5 * time.Second},
 	{name: "pause-server", on: notOn("its servers are not paused by lockchaos", "postgres-pgbouncer"), draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// A node stopped (SIGSTOP: a VM or GC stall), then resumed.
 		return faults.Spec{Kind: "pause-server", At: faults.Duration(at), Nodes: "random", For: between(rng, 0.3, 2, p.lease)}
-	}},
+	}, settle: time.Second},
 	{name: "clock-skew", on: everywhere, draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// One client's clock off by up to 3 TTLs, either way, for a while.
 		amount := between(rng, 0.5, 3, p.ttl)
@@ -124,7 +130,7 @@ var templates = []faultTemplate{
 		draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 			// A node's wall clock jumps forward: its keys expire early.
 			return faults.Spec{Kind: "clock-jump", At: faults.Duration(at), Nodes: "random", Amount: between(rng, 0.3, 1.5, p.ttl)}
-		}},
+		}, settle: time.Second},
 	{name: "session-kill", on: onlyOn("only a SQL server ends a client's session here", "postgres", "postgres-pgbouncer", "mariadb"),
 		draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 			// The server ends the holder's session (an admin's kill, an idle timeout).
@@ -234,10 +240,32 @@ func NewPlan(seed int64, d time.Duration, rate float64, kinds []string, infos []
 	// The first fault comes after a second of calm: the clients connect and contend first.
 	mean := time.Duration(float64(time.Minute) / rate)
 	// The last comes 2 s before the end, so that a fault at a point still finds its point.
-	for at := time.Second + time.Duration(rng.ExpFloat64()*float64(mean)); at < d-2*time.Second; at += time.Duration(rng.ExpFloat64() * float64(mean)) {
+	last := d - 2*time.Second
+	var serverFree time.Duration // when the next server fault may start
+	type drawn struct {
+		spec faults.Spec
+		name string
+	}
+	var all []drawn
+	for at := time.Second + time.Duration(rng.ExpFloat64()*float64(mean)); at < last; at += time.Duration(rng.ExpFloat64() * float64(mean)) {
 		t, _ := lookupTemplate(kinds[rng.IntN(len(kinds))])
-		pl.Faults = append(pl.Faults, t.draw(rng, at.Round(time.Millisecond), p))
-		pl.Drawn = append(pl.Drawn, t.name)
+		f := t.draw(rng, at.Round(time.Millisecond), p)
+		if t.settle > 0 {
+			// Server faults one at a time: one that would overlap the last waits for it.
+			if f.At.D() < serverFree {
+				f.At = faults.Duration(serverFree)
+			}
+			if f.At.D() >= last {
+				continue
+			}
+			serverFree = f.At.D() + f.For.D() + t.settle
+		}
+		all = append(all, drawn{f, t.name})
+	}
+	slices.SortStableFunc(all, func(a, b drawn) int { return cmp.Compare(a.spec.At, b.spec.At) })
+	for _, x := range all {
+		pl.Faults = append(pl.Faults, x.spec)
+		pl.Drawn = append(pl.Drawn, x.name)
 	}
 	return pl
 }

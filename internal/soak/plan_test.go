@@ -74,6 +74,17 @@ func TestPlanFollowsTheSeed(t *testing.T) {
 			t.Errorf("no %s in 10 minutes of the plan", k)
 		}
 	}
+	// Server faults one at a time: a node being restarted cannot also be paused.
+	var busy time.Duration
+	for i, f := range a.Faults {
+		if f.Kind != "restart" && f.Kind != "pause-server" && f.Kind != "clock-jump" {
+			continue
+		}
+		if f.At.D() < busy {
+			t.Errorf("fault %d (%s at %s) starts while the server fault before it lasts (until %s)", i+1, f.Kind, f.At, busy)
+		}
+		busy = f.At.D() + f.For.D()
+	}
 	if err := a.Validate(); err != nil {
 		t.Errorf("the plan is not a valid scenario: %v", err)
 	}
