@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"time"
+
+	"github.com/Shopify/toxiproxy/v2/stream"
 	"github.com/Shopify/toxiproxy/v2/toxics"
 )
 
@@ -10,11 +13,14 @@ import (
 // network heals. Toxiproxy's own timeout toxic drops the bytes and closes the connection when it is
 // removed: a firewall reset, lockchaos's partition-reset.
 //
-// The toxic does not read its input while it holds: the chunks wait in toxiproxy's pipeline, the
-// proxy stops reading the socket, and the sender's kernel buffers fill as behind a dead switch.
-// When the toxic is removed, toxiproxy drains the waiting chunks to the next stage in order
-// (ToxicLink.RemoveToxic); a sender that closed its socket meanwhile still has what it wrote before
-// the close delivered, then the close.
+// The toxic reads its input while it holds and keeps what it read, in order, on the connection's
+// stub (its state): a toxic before it that toxiproxy interrupts — to remove it when its own fault
+// heals, or to add another — flushes what it was carrying into the hold rather than drop it, and
+// must find someone reading, or the removal waits forever with the proxy's toxics locked (a soak's
+// latency healed under a partition of the same client hung every heal after it). When the hold
+// is removed, its Cleanup delivers what it kept to the next stage in order, then the close if the
+// sender closed meanwhile (a sender that closed its socket still has what it wrote before the
+// close delivered), and toxiproxy drains what queued behind it.
 //
 // On a remote toxiproxy-server (the external backend), which knows only its own toxics, a hold is
 // a latency toxic of a day (remoteHold): it holds every chunk and, when removed, lets the one it
@@ -24,9 +30,60 @@ const HoldToxic = "lockchaos-hold"
 // holdToxic holds the stream until it is removed.
 type holdToxic struct{}
 
-// Pipe waits for an interrupt (the toxic removed, or another added after it) without reading its
-// input; toxiproxy runs it again when it was only interrupted to add another toxic.
-func (holdToxic) Pipe(stub *toxics.ToxicStub) { <-stub.Interrupt }
+// held is what a hold took in on one connection's stream.
+type held struct {
+	chunks []*stream.StreamChunk
+	closed bool // the sender closed the stream: delivered after the chunks
+}
+
+// NewState is each connection's held (toxiproxy keeps it on the stub across interrupts).
+func (holdToxic) NewState() any { return new(held) }
+
+// Pipe keeps what comes until interrupted (the toxic removed, or another added after it);
+// toxiproxy runs it again, with the same state, when it was only interrupted to add another.
+func (holdToxic) Pipe(stub *toxics.ToxicStub) {
+	h, ok := stub.State.(*held)
+	if !ok {
+		<-stub.Interrupt
+		return
+	}
+	for {
+		in := stub.Input
+		if h.closed {
+			in = nil // nothing more will come
+		}
+		select {
+		case <-stub.Interrupt:
+			return
+		case c := <-in:
+			if c == nil {
+				h.closed = true
+				continue
+			}
+			h.chunks = append(h.chunks, c)
+		}
+	}
+}
+
+// holdFlush bounds each delivery of a removed hold, as toxiproxy bounds its own drain.
+const holdFlush = 5 * time.Second
+
+// Cleanup, as the hold is removed, delivers what it kept in order, then the close.
+func (holdToxic) Cleanup(stub *toxics.ToxicStub) {
+	h, ok := stub.State.(*held)
+	if !ok {
+		return
+	}
+	for _, c := range h.chunks {
+		if stub.WriteOutput(c, holdFlush) != nil {
+			break // the next stage is gone: the connection is closing
+		}
+	}
+	h.chunks = nil
+	if h.closed {
+		stub.Close()
+	}
+}
 
 func init() { toxics.Register(HoldToxic, new(holdToxic)) }
 

@@ -120,6 +120,39 @@ func TestPartition(t *testing.T) {
 	}
 }
 
+// TestPartitionUnderLatency: a latency that heals while a partition of the same stream holds it
+// (faults overlapping, as a soak draws them) hands the reply it was delaying to the hold, and
+// every heal returns. The hold did not read its input: the latency's removal waited on it forever
+// with the proxy's toxics locked, and every later heal hung (a 10-minute soak never ended). The
+// reply arrives after the last heal, on its connection.
+func TestPartitionUnderLatency(t *testing.T) {
+	t.Parallel()
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 1, Proxies: true})
+	env := &testEnv{c: c, clients: 1}
+	conn := dialRaw(t, proxied(t, c, 1, 0))
+	if reply := rawCommand(t, conn, time.Second, "PING"); reply != "+PONG" {
+		t.Fatalf("PING before the faults: %q", reply)
+	}
+	// Replies are delayed 600 ms from 50 ms until 450 ms; from 150 ms they are held too, after it.
+	_, rec := startNemesis(t, env, []faults.Spec{
+		{Kind: "latency", Clients: "1", Amount: ms(600 * time.Millisecond), At: ms(50 * time.Millisecond), For: ms(400 * time.Millisecond)},
+		{Kind: "partition", Clients: "1", Stream: "downstream", At: ms(150 * time.Millisecond), For: ms(900 * time.Millisecond)},
+	}, 1)
+	rec.waitStart(t, "partition", 5*time.Second)
+	// The SET executes; its reply sits in the latency when the latency heals, the hold after it.
+	if reply := rawCommand(t, conn, 200*time.Millisecond, "SET", "under-both", "v"); reply != "" {
+		t.Errorf("SET's reply came through latency and partition at once: %q", reply)
+	}
+	rec.waitEnd(t, "latency", 5*time.Second) // the heal that hung
+	rec.waitEnd(t, "partition", 5*time.Second)
+	if reply := readReply(conn, 2*time.Second); reply != "+OK" {
+		t.Errorf("after the heals the sender read %q on its connection, want the SET's +OK", reply)
+	}
+	if reply := rawCommand(t, conn, time.Second, "PING"); reply != "+PONG" {
+		t.Errorf("the connection did not survive: PING after the heals: %q", reply)
+	}
+}
+
 // TestPartitionClosedSender shows the one way a partition loses nothing yet cuts a conversation: a
 // client whose own timeout closes its socket during the partition still has the bytes it wrote
 // before the close delivered at the heal, as the kernel delivers them (DESIGN.md §4).
