@@ -19,6 +19,8 @@ import (
 type opts struct {
 	ttl   time.Duration
 	point algorithms.PointFunc
+	// opTimeout bounds each request (Config.OpTimeout; 0: the algorithm's default).
+	opTimeout time.Duration
 }
 
 // newLocker builds client's Locker of algorithm alg for lock name, closed at the end of the test.
@@ -37,6 +39,8 @@ func newLocker(t *testing.T, c cluster.Cluster, alg string, client int, name str
 		Dial:   ep.Dial,
 		Point:  o.point,
 		Rand:   rand.New(rand.NewPCG(uint64(client), 42)),
+
+		OpTimeout: o.opTimeout,
 	}
 	if ep.MasterName != "" {
 		cfg.Sentinel = &algorithms.SentinelConfig{MasterName: ep.MasterName, Addrs: ep.SentinelAddrs}

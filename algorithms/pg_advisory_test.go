@@ -69,8 +69,11 @@ func TestPgLease(t *testing.T) {
 	t.Parallel()
 	c := servertest.Start(t, cluster.Spec{Topology: cluster.Postgres, Clients: 2, Proxies: true})
 	ctx := context.Background()
-	a := newLocker(t, c, "pg-lease", 1, "lease", opts{ttl: 500 * time.Millisecond})
-	b := newLocker(t, c, "pg-lease", 2, "lease", opts{ttl: 500 * time.Millisecond})
+	// Requests of up to 2 s: the first upsert on a server just started, beside the other parallel
+	// tests under -race, took over pg-lease's default 200 ms once (an unknown outcome, and the
+	// handover this test is about never began).
+	a := newLocker(t, c, "pg-lease", 1, "lease", opts{ttl: 500 * time.Millisecond, opTimeout: 2 * time.Second})
+	b := newLocker(t, c, "pg-lease", 2, "lease", opts{ttl: 500 * time.Millisecond, opTimeout: 2 * time.Second})
 	var last uint64
 	checkHandOver(t, a, b, func(t *testing.T, l algorithms.Lease) {
 		if l.Fence == 0 || l.TTL != 500*time.Millisecond || l.Validity != l.TTL {
