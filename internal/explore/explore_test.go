@@ -19,17 +19,12 @@ import (
 	"github.com/lockchaos/lockchaos/internal/explore"
 	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/scenarios"
-	"github.com/redis/go-redis/v9"
 )
-
-type quietLogger struct{}
-
-func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // TestMain silences go-redis: under injected faults its failed dials are expected, and each
 // operation's error is in the history.
 func TestMain(m *testing.M) {
-	redis.SetLogger(quietLogger{})
+	testenv.QuietRedis()
 	os.Exit(m.Run())
 }
 

@@ -16,16 +16,11 @@ import (
 	"github.com/lockchaos/lockchaos/internal/soak"
 	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/scenarios"
-	"github.com/redis/go-redis/v9"
 )
-
-type quietLogger struct{}
-
-func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // TestMain silences go-redis: under injected faults its failed dials are expected.
 func TestMain(m *testing.M) {
-	redis.SetLogger(quietLogger{})
+	testenv.QuietRedis()
 	os.Exit(m.Run())
 }
 

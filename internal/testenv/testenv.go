@@ -3,12 +3,15 @@
 package testenv
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The test environment's switches, all read here. `make test` sets the three Require variables,
@@ -91,3 +94,12 @@ func BuildCLI(t testing.TB) string {
 	}
 	return bin
 }
+
+// quietLogger drops go-redis's log lines.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// QuietRedis silences go-redis's logger: under injected faults its failed dials are expected,
+// and each operation's error is in the history. Tests that run faults call it from TestMain.
+func QuietRedis() { redis.SetLogger(quietLogger{}) }
