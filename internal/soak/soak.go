@@ -20,6 +20,7 @@ import (
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/harness"
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/lcerr"
 	"github.com/lockchaos/lockchaos/internal/runner"
 	"github.com/lockchaos/lockchaos/reports"
@@ -233,7 +234,7 @@ func soakOne(ctx context.Context, o Options, plan Plan, info algorithms.Info) (A
 	case rc.Err != "":
 		ar.Error = rc.Err
 	case ctx.Err() != nil:
-		ar.Error = fmt.Sprintf("interrupted %s in: what it recorded is checked", time.Since(began).Round(time.Second))
+		ar.Error = fmt.Sprintf("interrupted %s in: what it recorded is checked", history.FormatNs(int64(time.Since(began))))
 	}
 	ar.summarize(out, plan)
 	return ar, nil
