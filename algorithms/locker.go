@@ -66,6 +66,8 @@ func NoPoint(context.Context, string) error { return nil }
 type Config struct {
 	// Client is the client's number, from 1.
 	Client int
+	// Topology is the topology the run uses ("" when not known: the algorithm's default).
+	Topology string
 	// Name is the lock's name (the Redis key, the ZooKeeper path's last element).
 	Name string
 	// TTL is the lease the server should enforce.

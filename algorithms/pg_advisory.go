@@ -95,10 +95,6 @@ func pgLockKey(name string) int64 {
 	return int64(h.Sum32() >> 1)
 }
 
-// sessionName is the tag of client c's sessions (cluster.ClientAppName): PostgreSQL's
-// application_name, MariaDB's user name.
-func sessionName(c int) string { return fmt.Sprintf("lockchaos-client-%d", c) }
-
 func newPgAdvisory(cfg Config) (Locker, error) { return newPgAdvisoryWith(cfg, false) }
 
 func newPgAdvisoryXact(cfg Config) (Locker, error) {
@@ -125,8 +121,8 @@ func pgConnConfig(cfg Config) (*pgx.ConnConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	cc, err := pgx.ParseConfig(fmt.Sprintf("host=%s port=%s user=postgres dbname=postgres sslmode=disable application_name=%s",
-		host, port, sessionName(cfg.Client)))
+	cc, err := pgx.ParseConfig(fmt.Sprintf("host=%s port=%s user=%s dbname=%s sslmode=disable application_name=%s",
+		host, port, pgRole, pgDatabase, sessionName(cfg.Client)))
 	if err != nil {
 		return nil, err
 	}

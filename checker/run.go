@@ -3,6 +3,7 @@ package checker
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -42,7 +43,29 @@ func newRun(h *history.Run, opts Options) *run {
 		}
 	}
 	r.idx = newOpIndex(r.ops)
+	r.endSessionsOfTheDead()
 	return r
+}
+
+// endSessionsOfTheDead ends, at its holder's crash, a lock that the server holds for as long as
+// the holder's session lives (history.NoTTL: PostgreSQL's advisory locks, MariaDB's GET_LOCK).
+// A crashed process's connections close and the server ends its sessions — when it notices, at
+// once or only after keepalive gives up on a vanished host — and may hand the lock on: no
+// violation, for the dead client never uses the lock again. Without this, the lock model would
+// hold such a lock forever and call that grant illegal. A lease the server times (a TTL) is
+// left as it is: the server does not know its holder died, and must still wait the lease out.
+func (r *run) endSessionsOfTheDead() {
+	for _, f := range r.faults {
+		if !f.KillsClients() || f.Error != "" {
+			continue
+		}
+		for i := range r.ops {
+			o := &r.ops[i]
+			if o.Op == history.OpAcquire && o.TTLNs < 0 && o.Call < f.Start && slices.Contains(f.TargetClients, o.Client) {
+				o.TTLNs = max(f.Start-o.Call, 1)
+			}
+		}
+	}
 }
 
 // acquireOf returns the index of the acquire operation an access or release runs under.

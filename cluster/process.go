@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // spawner starts every child process of a cluster from one goroutine locked to its OS thread.
@@ -148,12 +149,39 @@ func (p *proc) kill() {
 		// a SIGKILL of the postmaster's group (they hold the old shared memory, so the restarted
 		// server waits for them). The group is stopped first, so nothing forks meanwhile.
 		_ = syscall.Kill(-pid, syscall.SIGSTOP)
-		for _, d := range descendants(pid) {
+		ds := descendants(pid)
+		for _, d := range ds {
 			_ = syscall.Kill(d, syscall.SIGKILL)
 		}
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		<-p.done
+		// A killed child lets go of what it held (PostgreSQL's shared memory) only once it has
+		// exited, some time after the signal: a server restarted before then refuses to start
+		// ("pre-existing shared memory block is still in use").
+		waitGone(ds, 5*time.Second)
 	}
 	<-p.done
+}
+
+// waitGone waits, at most for limit, until none of the processes pids is alive: each has exited
+// (a zombie holds nothing but its exit status) or is gone.
+func waitGone(pids []int, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for _, pid := range pids {
+		for time.Now().Before(deadline) && alive(pid) {
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+}
+
+// alive reports whether process pid exists and has not exited (is not a zombie).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
 }
 
 // descendants lists the processes below pid, by their parent pids in /proc.

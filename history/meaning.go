@@ -41,6 +41,10 @@ type FaultMeaning struct {
 	TargetNodes   []string `json:"target_nodes,omitempty"`
 }
 
+// KillsClients reports whether the occurrence ends its target clients' processes for the rest of
+// the run (a crash): a dead client does nothing more, and a server may end its sessions.
+func (m FaultMeaning) KillsClients() bool { return m.Lasting && m.ActsOn == ActsOnProcess }
+
 // Meaning returns what the fault line e records: its own fields, or, for a line written before
 // fault lines carried them (no acts_on), what they were for its name and target. It is the one
 // place a fault's name decides anything.

@@ -145,19 +145,25 @@ func Family(algorithm string) string {
 	// Any other lock is of the family of the topology it runs on (a user's Redlock, a user's
 	// ZooKeeper recipe): the variants are the topology's, not a built-in's.
 	if info, err := algorithms.Lookup(algorithm); err == nil && len(info.Topologies) > 0 {
-		switch info.Topologies[0] {
-		case "redis-multi":
-			return "redlock"
-		case "zookeeper":
-			return "zookeeper"
-		case "postgres", "postgres-pgbouncer", "mariadb":
-			return "sql" // session locks: none of the Redis variants apply (expect_postgres.go)
-		}
+		return TopologyFamily(info.Topologies[0])
 	}
-	switch {
-	default:
-		return "redis"
+	return "redis"
+}
+
+// TopologyFamily is the family whose variants a lock on topology runs by default: its Redis
+// variants act on RESP on the wire, so a lock on another service needs its own.
+func TopologyFamily(topology string) string {
+	switch topology {
+	case "redis-multi":
+		return "redlock"
+	case "zookeeper":
+		return "zookeeper"
+	case "etcd":
+		return "etcd"
+	case "postgres", "postgres-pgbouncer", "mariadb":
+		return "sql" // session locks: none of the Redis variants apply (expect_postgres.go)
 	}
+	return "redis"
 }
 
 // Cell resolves the scenario for an algorithm.

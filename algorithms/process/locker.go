@@ -27,7 +27,7 @@ type Spec struct {
 	Command []string
 	// Dir is the client's working directory (a manifest's directory).
 	Dir string
-	// Topology is sent in init.
+	// Topology is sent in init when the run does not say (algorithms.Config.Topology).
 	Topology string
 	// Valid says the client answers "valid" messages.
 	Valid bool
@@ -190,10 +190,17 @@ func (l *Locker) startErr(err error) error {
 }
 
 func (l *Locker) init() error {
+	topology := l.cfg.Topology
+	if topology == "" {
+		topology = l.spec.Topology
+	}
 	req := request{Type: TypeInit, Client: l.cfg.Client, Lock: l.cfg.Name, TTLMs: l.cfg.TTL.Milliseconds(),
-		Nodes: l.cfg.Addrs, Topology: l.spec.Topology, SessionTimeoutMs: l.cfg.SessionTimeout.Milliseconds()}
+		Nodes: l.cfg.Addrs, Topology: topology, SessionTimeoutMs: l.cfg.SessionTimeout.Milliseconds()}
 	if s := l.cfg.Sentinel; s != nil {
 		req.SentinelMaster, req.SentinelAddresses = s.MasterName, s.Addrs
+	}
+	if lg, ok := algorithms.SQLLoginFor(topology, l.cfg.Client); ok {
+		req.SQLLogin = &lg
 	}
 	r, err := l.call(context.Background(), req, time.Now().Add(l.spec.InitTimeout), 0)
 	if err != nil {

@@ -33,6 +33,9 @@ type Manifest struct {
 	Source   string   `yaml:"source"`
 	Command  []string `yaml:"command"`
 	Topology string   `yaml:"topology"`
+	// AlsoOn lists more topologies the client runs on with the same login (postgres-pgbouncer
+	// beside postgres): a scenario whose variant runs there takes it.
+	AlsoOn []string `yaml:"also_on"`
 	// Family picks the catalogue's variants (redis, zookeeper, redlock, etcd); default from the
 	// topology.
 	Family   string `yaml:"family"`

@@ -29,6 +29,9 @@ func (l *Locker) Acquire(ctx context.Context) (algorithms.Lease, error) {
 	if r.TTLMs != nil {
 		lease.TTL = time.Duration(*r.TTLMs) * time.Millisecond
 	}
+	if r.NoExpiry {
+		lease.TTL, lease.NoExpiry = 0, true
+	}
 	return lease, nil
 }
 

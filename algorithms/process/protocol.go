@@ -5,6 +5,8 @@ package process
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/lockchaos/lockchaos/algorithms"
 )
 
 // Message types and codes of the protocol. Their spelling is the contract with client authors.
@@ -41,6 +43,9 @@ type request struct {
 	TimeoutMs         int64    `json:"timeout_ms,omitempty"`
 	SentinelMaster    string   `json:"sentinel_master,omitempty"`
 	SentinelAddresses []string `json:"sentinels,omitempty"`
+	// On the SQL topologies, how to log in besides the address (user, database,
+	// application_name).
+	*algorithms.SQLLogin `json:",omitempty"`
 }
 
 // reply is one client → harness line: an answer (in_reply_to set) or an unsolicited lost.
@@ -53,6 +58,9 @@ type reply struct {
 	Fence      uint64 `json:"fence"`
 	ValidityMs *int64 `json:"validity_ms"`
 	TTLMs      *int64 `json:"ttl_ms"`
+	// NoExpiry: the server holds the lock until it is released or the holder's session ends
+	// (a session lock), whatever the run's TTL (algorithms.Lease.NoExpiry).
+	NoExpiry bool `json:"no_expiry"`
 	Held       *bool  `json:"held"`
 }
 

@@ -50,7 +50,7 @@ func Register(m *process.Manifest) error {
 		summary = "process client: " + strings.Join(m.Command, " ")
 	}
 	algorithms.Register(algorithms.Info{
-		Name: m.Name, Summary: summary, Source: m.Source, Topologies: []string{m.Topology},
+		Name: m.Name, Summary: summary, Source: m.Source, Topologies: append([]string{m.Topology}, m.AlsoOn...),
 		New: func(cfg algorithms.Config) (algorithms.Locker, error) {
 			once.Do(func() { reqErr = m.CheckRequires() })
 			if reqErr != nil {
@@ -69,15 +69,7 @@ func family(m *process.Manifest) string {
 	if m.Family != "" {
 		return m.Family
 	}
-	switch m.Topology {
-	case "zookeeper":
-		return "zookeeper"
-	case "redis-multi":
-		return "redlock"
-	case "etcd":
-		return "etcd"
-	}
-	return "redis"
+	return scenarios.TopologyFamily(m.Topology)
 }
 
 // RegisterFile loads and registers the manifest at path and returns the algorithm's name.
