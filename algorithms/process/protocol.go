@@ -60,8 +60,8 @@ type reply struct {
 	TTLMs      *int64 `json:"ttl_ms"`
 	// NoExpiry: the server holds the lock until it is released or the holder's session ends
 	// (a session lock), whatever the run's TTL (algorithms.Lease.NoExpiry).
-	NoExpiry bool `json:"no_expiry"`
-	Held       *bool  `json:"held"`
+	NoExpiry bool  `json:"no_expiry"`
+	Held     *bool `json:"held"`
 }
 
 // parseReply decodes one line. Every problem is a protocol violation worth stopping the run for.
