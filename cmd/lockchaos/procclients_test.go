@@ -129,8 +129,8 @@ func TestBadManifest(t *testing.T) {
 	}
 }
 
-// TestShippedClients runs each shipped library in baseline (safe) and client-pause (its
-// measured verdict). Real servers, Debian's packages, and `make clients` for Curator.
+// TestShippedClients runs each shipped library in baseline (safe) and its flagship failure
+// (its measured verdict). Real servers, Debian's packages, and `make clients` for Curator.
 func TestShippedClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs real servers")
@@ -142,6 +142,11 @@ func TestShippedClients(t *testing.T) {
 		{"kazoo", "client-pause", "unsafe-client"},
 		{"curator", "baseline", "safe"},
 		{"curator", "client-pause", "unsafe-client"},
+		{"psycopg2-advisory", "baseline", "safe"},
+		{"psycopg2-advisory", "pgbouncer-transaction", "unsafe-service"},
+		// The crashed process's connection closes and the server hands its lock on: safe, with
+		// the dead holder's session ended in the checker's model.
+		{"psycopg2-advisory", "client-crash", "safe"},
 	}
 	for _, c := range cases {
 		t.Run(c.alg+"/"+c.scenario, func(t *testing.T) {
