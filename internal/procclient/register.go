@@ -16,6 +16,14 @@ import (
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
+// clockSkew is the scenario a process client cannot be put through unless its manifest says what
+// it measured there: the fault skews the clocks the harness gives its built-in locks, and no
+// process's (libfaketime moves a Python or JVM process's monotonic clock too, or breaks it).
+const (
+	clockSkew      = "clock-skew"
+	skewNotApplied = "the skew cannot be applied to a process client's own clock here (docs/process-clients.md, clock-skew)"
+)
+
 var (
 	mu         sync.Mutex
 	registered = map[string]string{} // name → manifest path
@@ -41,6 +49,9 @@ func Register(m *process.Manifest) error {
 			return fmt.Errorf("%w %s: expect.%s: %w", process.ErrBadManifest, m.Path, scen, err)
 		}
 		codes[scen] = e.Code()
+	}
+	if _, ok := codes[clockSkew]; !ok {
+		codes[clockSkew] = "-: " + skewNotApplied
 	}
 	spec := m.Spec()
 	var once sync.Once

@@ -1,6 +1,7 @@
 package procclient
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -37,5 +38,48 @@ func TestShippedManifests(t *testing.T) {
 	}
 	if err := RegisterDir("../../clients"); err != nil {
 		t.Errorf("registering the same manifests twice: %v, want a no-op", err)
+	}
+}
+
+// TestShippedSQLClient: a client on postgres takes the sql family's variants (slow-release at the
+// harness's point, not on RESP commands), runs on postgres-pgbouncer too (also_on), and a client
+// whose manifest says nothing of clock-skew is n/a there, with the reason.
+func TestShippedSQLClient(t *testing.T) {
+	if err := RegisterDir("../../clients"); err != nil {
+		t.Fatal(err)
+	}
+	if f := scenarios.Family("psycopg2-advisory"); f != "sql" {
+		t.Errorf("psycopg2-advisory's family %q, want sql", f)
+	}
+	info, err := algorithms.Lookup("psycopg2-advisory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(info.Topologies, "postgres-pgbouncer") {
+		t.Errorf("psycopg2-advisory runs on %v, want postgres-pgbouncer among them", info.Topologies)
+	}
+	slow, err := scenarios.Lookup("slow-release")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := slow.Cell("psycopg2-advisory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Faults) != 1 || c.Faults[0].Wire != nil || c.Faults[0].Point != "cs:before-release" {
+		t.Errorf("psycopg2-advisory × slow-release faults %+v, want the sql family's one at cs:before-release", c.Faults)
+	}
+	skew, err := scenarios.Lookup("clock-skew")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for alg, na := range map[string]bool{"redis-py": true, "kazoo": true, "curator": true, "psycopg2-advisory": false} {
+		c, err := skew.Cell(alg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.NA != ""; got != na {
+			t.Errorf("%s × clock-skew n/a %v (%q), want %v", alg, got, c.NA, na)
+		}
 	}
 }
