@@ -122,6 +122,9 @@ type Cell struct {
 	Expected string
 	// NA is the reason the cell makes no sense, when it does not.
 	NA string
+	// Why is the expectation's comment: what makes the cell come out as expected (its
+	// mechanism, the published source it confirms).
+	Why string
 }
 
 // families holds the family of algorithms registered at run time (process clients), by name.
@@ -232,7 +235,8 @@ func (s Scenario) CellOn(algorithm, topology string) (Cell, error) {
 		}
 		return c, nil
 	}
-	head, _, _ := strings.Cut(code, ":")
+	head, why, _ := strings.Cut(code, ":")
+	c.Why = strings.TrimSpace(why)
 	v, ok := checker.ParseExpectation(head)
 	if !ok {
 		return c, fmt.Errorf("scenario %s: expectation %q of %s is not one of %s or \"-: reason\"", s.Name, code, algorithm, strings.Join(checker.ExpectationCodes(), ", "))

@@ -48,6 +48,8 @@ usage:
   lockchaos explore --algorithm A [--budget 5m]        every named point × fault, failures shrunk; exit 1 if any
   lockchaos soak --algorithm A [--time 10m] [--rate R] a long run under random mixed faults, checked as it
                                                        runs; --algorithms a,b compares them on one plan
+  lockchaos analyze --algorithm A [--runs 3]           one lock under every scenario and the shipped
+                                                       reproductions that name it: analysis.html
   lockchaos check [--write] DIR                        re-check a saved run from its history
   lockchaos doctor [--clean] [--cluster FILE]          which backends work here, how to fix the rest;
                                                        with --cluster: is every node and toxiproxy API of FILE reachable
@@ -65,7 +67,7 @@ external servers: --backend external --cluster FILE (YAML: nodes with name, kind
 `
 
 // commands are the subcommands, as the unknown-command message lists them.
-var commands = []string{"list", "run", "matrix", "merge", "selftest", "explore", "soak", "check", "doctor", "serve", "help"}
+var commands = []string{"list", "run", "matrix", "merge", "selftest", "explore", "soak", "analyze", "check", "doctor", "serve", "help"}
 
 func main() {
 	// go-redis logs every failed dial; under injected faults those are expected, and the history
@@ -97,7 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err  error
 	)
 	switch args[0] {
-	case "list", "run", "matrix", "explore", "soak":
+	case "list", "run", "matrix", "explore", "soak", "analyze":
 		if args, err = prepareProcessClients(args); err != nil {
 			fmt.Fprintf(stderr, "lockchaos: %v\n", err)
 			return exitUsage
@@ -114,6 +116,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = cmdExplore(ctx, args[1:], stdout, stderr)
 	case "soak":
 		code, err = cmdSoak(ctx, args[1:], stdout, stderr)
+	case "analyze":
+		code, err = cmdAnalyze(ctx, args[1:], stdout, stderr)
 	case "check":
 		code, err = cmdCheck(args[1:], stdout, stderr)
 	case "doctor":
