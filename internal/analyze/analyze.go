@@ -34,9 +34,9 @@ type Options struct {
 	// a scenario file (a process client's manifest) is passed over; "" for none.
 	Examples string
 	// Only, when set, names the scenarios to run (of the catalogue and the reproductions).
-	Only []string
-	Run  runner.Options
-	Command  string
+	Only    []string
+	Run     runner.Options
+	Command string
 	// Started and Done report progress, as runner.Matrix's.
 	Started func(c scenarios.Cell, run int)
 	Done    func(rc reports.Cell, err error)
@@ -156,4 +156,3 @@ func ExamplesDir(clients string) string {
 	}
 	return ""
 }
-
