@@ -12,8 +12,10 @@ DEBS  := redis-server redis-sentinel redis-tools zookeeper libslf4j-java default
 FUZZTIME ?= 20s
 BENCH_LONG_RUN ?= 10m
 SOAK ?= 10m
+# The libraries `make analyses` analyzes: the shipped process clients and the Go lock libraries.
+ANALYSES ?= redis-py kazoo kazoo-bare curator curator-bare psycopg2-advisory bsm-redislock bsm-redislock-refresh rueidislock zk-lock redsync etcd
 
-.PHONY: help deps images clients build test test-short run matrix selftest reproduce bench soak soak-bench fuzz vet clean
+.PHONY: help deps images clients build test test-short run matrix selftest reproduce analyses bench soak soak-bench fuzz vet clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -71,6 +73,11 @@ selftest: deps build ## every scenario × the mutants it must catch and its real
 
 reproduce: deps build ## 20 runs of every selftest cell (real and mutant), caught/reproduced and TTD written to BENCHMARKS.md
 	$(GO) run ./internal/reproduce --runs 20 --parallel 2 --out $(OUT)/reproduce --bench BENCHMARKS.md
+
+analyses: deps images clients build ## lockchaos analyze of each library in ANALYSES (3 runs a scenario): out/analyses/NAME/analysis.html; exit 1 if a run missed its expectation
+	@rc=0; for a in $(ANALYSES); do \
+	  $(BIN) analyze --algorithm $$a --runs 3 --quiet --out $(OUT)/analyses/$$a; c=$$?; \
+	  echo "$$a: $(OUT)/analyses/$$a/analysis.html (exit $$c)"; [ $$c -le 1 ] || exit $$c; [ $$c = 0 ] || rc=1; done; exit $$rc
 
 bench: deps ## run the benchmarks (not the soak); they rewrite their sections of BENCHMARKS.md
 	BENCH_LONG_RUN=$(BENCH_LONG_RUN) $(GO) test -run '^$$' -bench . -skip '^BenchmarkSoak(Command)?$$' -benchtime 1x -timeout 90m ./...

@@ -167,10 +167,34 @@ func (r *run) serviceCause(a, b *history.Operation) string {
 		return fmt.Sprintf("client %d's release (op %d, of its acq %d), sent at %s and never answered in time, can have landed late and removed client %d's key (inferred: no wire record shows when it arrived)",
 			pending.Client, pending.ID, pending.Acq, history.FormatNs(pending.Call), a.Client)
 	}
+	if why := r.idleCause(a, b); why != "" {
+		return why
+	}
 	if a.Client != b.Client {
 		return fmt.Sprintf("no fault or release in the history explains it: the service handed client %d's lock to client %d on its own", a.Client, b.Client)
 	}
 	return "no fault or release in the history explains it"
+}
+
+// idleCause names the server's session idle timeout when a's client had recorded no operation
+// for at least that long before b was granted: the server may have ended its session, and the
+// session lock with it. "" when the run set no idle timeout or the holder was not idle so long.
+func (r *run) idleCause(a, b *history.Operation) string {
+	limit := r.meta.ServerIdleTimeoutNs
+	if limit <= 0 || a.Client == b.Client {
+		return ""
+	}
+	last := a.Return
+	for i := range r.ops {
+		if o := &r.ops[i]; o.Client == a.Client && o.Call <= b.Return {
+			last = max(last, min(o.Done, b.Return))
+		}
+	}
+	if b.Return-last < limit {
+		return ""
+	}
+	return fmt.Sprintf("the server ends sessions idle for %s: client %d had recorded no operation since %s, %s before client %d was granted, so its session, and the lock with it, may have been ended",
+		history.FormatNs(limit), a.Client, history.FormatNs(last), history.FormatNs(b.Return-last), b.Client)
 }
 
 // reached returns the last request of release o that the wire lines show reaching a server after

@@ -72,6 +72,11 @@ type Spec struct {
 	LockKey string
 	// ZKTickTime is ZooKeeper's tickTime (default 200ms).
 	ZKTickTime time.Duration
+	// SessionIdleTimeout, when set, makes a SQL server end a client's session after it was idle
+	// that long (PostgreSQL's idle_session_timeout and idle_in_transaction_session_timeout,
+	// MariaDB's wait_timeout, in whole seconds rounded up): how soon a vanished or idle holder's
+	// session, and its session lock, is dropped (DESIGN.md §15). Local backend only.
+	SessionIdleTimeout time.Duration
 	// RedisImage and ZooKeeperImage are the docker backend's images (default redis:7 and
 	// zookeeper:3.8; `make images` builds lockchaos/redis and lockchaos/zookeeper offline).
 	RedisImage     string

@@ -63,6 +63,7 @@ func init() {
 		needs:        mariadbRequirements,
 		start:        (*topo).startMariaDB,
 		leader:       serverOf(KindMariaDB),
+		idleTimeout:  true,
 		killSessions: mariadbKillSessions,
 	})
 }
@@ -104,8 +105,13 @@ func (c *topo) startMariaDB(ctx context.Context) error {
 	argv := func(dir string) []string {
 		cnf := filepath.Join(dir, "my.cnf")
 		initErr = mariadbInit(dir, cnf, ports[0], cred)
-		return []string{mariadbdBin, "--defaults-file=" + cnf, "--datadir=" + filepath.Join(dir, "data"),
+		out := []string{mariadbdBin, "--defaults-file=" + cnf, "--datadir=" + filepath.Join(dir, "data"),
 			"--pid-file=" + filepath.Join(dir, "mariadbd.pid")}
+		if d := c.spec.SessionIdleTimeout; d > 0 {
+			s := strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10) // whole seconds, rounded up
+			out = append(out, "--wait_timeout="+s, "--interactive_timeout="+s)
+		}
+		return out
 	}
 	nd := c.newNode("mariadb-1", KindMariaDB, ports, server{argv: argv, cred: cred})
 	nd.ready = func(ctx context.Context) error {

@@ -35,6 +35,7 @@ func init() {
 		},
 		start:        (*topo).startPgBouncer,
 		leader:       pgServer,
+		idleTimeout:  true,
 		killSessions: pgKillSessions,
 	})
 }

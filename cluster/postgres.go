@@ -60,8 +60,18 @@ func init() {
 		needs:        pgRequirements,
 		start:        (*topo).startPostgres,
 		leader:       pgServer,
+		idleTimeout:  true,
 		killSessions: pgKillSessions,
 	})
+}
+
+// pgIdleFlags end a session idle for d, in a transaction or not (none for 0).
+func pgIdleFlags(d time.Duration) []string {
+	if d <= 0 {
+		return nil
+	}
+	ms := strconv.FormatInt(max(d.Milliseconds(), 1), 10)
+	return []string{"-c", "idle_session_timeout=" + ms, "-c", "idle_in_transaction_session_timeout=" + ms}
 }
 
 // pgRequirements: initdb and postgres from Debian's postgresql, and, when the harness runs as
@@ -103,7 +113,7 @@ func (c *topo) newPostgresNode(name string, port int) (*node, error) {
 			// No unix socket: clients and lockchaos reach it over TCP, and a socket's path (the node
 			// dir's, under a test's long temp dir) may exceed the 107 bytes a socket path can have.
 			"-k", "",
-		}, pgFlags...)
+		}, append(pgFlags, pgIdleFlags(c.spec.SessionIdleTimeout)...)...)
 	}
 	nd := c.newNode(name, KindPostgres, []int{port}, server{argv: argv, cred: cred})
 	// A server restarted after SIGKILL recovers first (it fsyncs its data dir and replays the

@@ -49,6 +49,16 @@ func (s Spec) normalize() (Spec, error) {
 			return s, fmt.Errorf("%w: zookeeper with %d nodes (use an odd number: 1 or 3)", ErrBadSpec, s.Nodes)
 		}
 	}
+	if s.SessionIdleTimeout != 0 {
+		switch {
+		case !extraTopologies[s.Topology].idleTimeout:
+			return s, fmt.Errorf("%w: a session idle timeout on topology %s: its servers have no sessions to time out (leave server_idle_timeout out)", ErrBadSpec, s.Topology)
+		case s.Backend == External:
+			return s, fmt.Errorf("%w: a session idle timeout on the external backend: its servers' settings are their owner's (leave server_idle_timeout out)", ErrBadSpec)
+		case s.SessionIdleTimeout < time.Millisecond:
+			return s, fmt.Errorf("%w: session idle timeout %v (use at least 1ms)", ErrBadSpec, s.SessionIdleTimeout)
+		}
+	}
 	s, err := normalizeExtra(s)
 	if err != nil {
 		return s, err

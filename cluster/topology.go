@@ -27,6 +27,8 @@ type topology struct {
 	// killSessions ends client's sessions on the server (SessionKiller); nil when the topology
 	// has no sessions to end.
 	killSessions func(c *topo, ctx context.Context, client int) (int, error)
+	// idleTimeout is true when the servers take Spec.SessionIdleTimeout.
+	idleTimeout bool
 }
 
 var extraTopologies = map[string]topology{}

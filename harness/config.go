@@ -53,6 +53,9 @@ type Workload struct {
 	// NoHold and NoThink make Hold, or Think, zero (a zero Hold or Think means the default): a
 	// scenario file's "hold: 0s" and "think: 0s".
 	NoHold, NoThink bool
+	// ServerIdleTimeout, when set, makes the SQL servers end a session idle that long
+	// (cluster.Spec.SessionIdleTimeout).
+	ServerIdleTimeout time.Duration
 }
 
 // Proxy modes (DESIGN.md §3): auto puts proxies only on runs whose scenario may fault links.

@@ -56,6 +56,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Proxies: cfg.Proxies == ProxyAlways || (cfg.Proxies == ProxyAuto && len(cfg.Faults) > 0),
 		Log:     cfg.Log, External: cfg.external,
 		RedisImage: cfg.RedisImage, ZooKeeperImage: cfg.ZooKeeperImage,
+		SessionIdleTimeout: cfg.ServerIdleTimeout,
 	}
 	// Links are parsed only for the runs whose faults act at a command (DESIGN.md §14).
 	spec.Wire = spec.Proxies && (benchWire || slices.ContainsFunc(cfg.Faults, func(s faults.Spec) bool { return s.Wire != nil }))
@@ -83,7 +84,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Algorithm: cfg.Algorithm, Scenario: cfg.Scenario, Topology: cfg.Topology, Backend: cfg.Backend,
 		Seed: cfg.Seed, Clients: cfg.Clients, TTLNs: int64(cfg.TTL), HoldNs: int64(cfg.Hold),
 		Fencing: cfg.Fencing, Expected: cfg.Expected, StuckAfterNs: int64(cfg.StuckAfter),
-		SessionTimeoutNs: int64(cfg.SessionTimeout), Faults: plannedFaults(cfg.Faults),
+		SessionTimeoutNs: int64(cfg.SessionTimeout), ServerIdleTimeoutNs: int64(cfg.ServerIdleTimeout), Faults: plannedFaults(cfg.Faults),
 		Started: time.Now().UTC().Format(time.RFC3339Nano), Version: cfg.Version, Command: cfg.Command,
 	}
 	w, err := history.Create(res.HistoryPath, meta)

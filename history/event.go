@@ -78,6 +78,9 @@ type Meta struct {
 	// SessionTimeoutNs is the ZooKeeper/etcd session timeout, when the lock has one: with the
 	// TTL it sizes the danger window after a fault (DESIGN.md §10).
 	SessionTimeoutNs int64 `json:"session_timeout_ns,omitempty"`
+	// ServerIdleTimeoutNs is the SQL servers' session idle timeout, when the run set one: the
+	// server ends a session that sent nothing for that long, and its session lock with it.
+	ServerIdleTimeoutNs int64 `json:"server_idle_timeout_ns,omitempty"`
 	// Faults are the scenario's planned faults, in order; fault lines name theirs by Rule.
 	Faults  []PlannedFault `json:"faults,omitempty"`
 	Started string         `json:"started"` // RFC 3339 wall-clock time of the run's start

@@ -46,9 +46,11 @@ func init() {
 	// selftest --scenarios session-kill --runs 5 with the variant: 5 of 5, the mutant caught 5 of 5.
 	cells["session-kill"] = "Us: the server ended the holder's session and granted the waiter; the holder asked and did not write"
 	cells["pgbouncer-transaction"] = na("not a PostgreSQL lock")
+	// wait_timeout=1: seeds 1–3, the waiter granted 1.00 s in; the holder asks and does not write.
 	Expect("mysql-get-lock", cells)
 	// 3 of 3 (the variant's kill): 1 lost update each, the waiter granted 2–4 ms after the kill. (The mutant's partition runs were
 	// safe, 3 of 3, as the session outlives the partition; its restart runs unsafe-service with 0
 	// lost updates, 3 of 3.)
 	catch("session-kill", "mysql-get-lock-no-valid", "Ul: the holder whose session was killed writes while the next client holds")
+	catch("server-idle-timeout", "mysql-get-lock-no-valid", "Us: wait_timeout ends the idle holder's session and the waiter is granted (3 of 3)")
 }

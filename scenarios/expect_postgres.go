@@ -47,6 +47,20 @@ func registerSQLScenarios() bool {
 		Variants:   map[string]Variant{"sql": {Topology: "postgres-pgbouncer"}},
 		Expect:     all(na("Redis and ZooKeeper locks do not go through a PostgreSQL pooler")),
 	})
+	// A server setting, not a fault: PostgreSQL's idle_session_timeout (and
+	// idle_in_transaction_session_timeout) or MariaDB's wait_timeout ends a session that sent no
+	// statement for that long — a common setting against leaked connections. A holder that works
+	// longer than it without a statement on its lock's session loses the session and the lock,
+	// and learns it only at its next statement; a waiter is granted meanwhile.
+	register(Scenario{
+		Name: "server-idle-timeout",
+		Summary: "No faults: the SQL server ends sessions idle for 1 s (PostgreSQL's idle_session_timeout, MariaDB's " +
+			"wait_timeout), and each holder works 1.5 s between its read and its write without a statement on its lock's session.",
+		Reproduces: "DESIGN.md §15: the server's idle settings decide how soon a session, and its lock, is dropped",
+		Needs:      "a holder idle on its session for longer than the server's idle timeout",
+		Workload:   std.merge(Workload{Hold: ms(1500), ServerIdleTimeout: ms(1000), Duration: ms(3000), StuckAfter: ms(2500)}),
+		Expect:     all(na("Redis and ZooKeeper locks have no server session to time out")),
+	})
 	return true
 }
 
@@ -60,15 +74,16 @@ func init() {
 	// point) the holder asks the server right after the restart and gives up at once, before the
 	// others have reconnected: the cell was a race (safe at seed 1).
 	vary("restart", "sql", Variant{Faults: []faults.Spec{{Kind: "restart", Point: "cs:before-read", Nodes: "master"}}})
+	// pg-lease's holders must write within their lease for the cell to show anything: a 2 s TTL
+	// outlasts the 1.5 s of work (with the catalogue's 500 ms every holder's lease ran out first
+	// and nobody wrote: unknown).
+	vary("server-idle-timeout", "pg-lease", Variant{Workload: Workload{TTL: ms(2000), Duration: ms(4000)}})
 	vary("latency", "sql", Variant{Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "master", Amount: ms(ttl/2 + 50)}}})
 
 	// Every other registered algorithm runs on servers without sessions the harness can end.
 	for _, a := range algorithms.Names() {
-		if Family(a) != "sql" && !isSeed(a) {
-			Expect(a, map[string]string{
-				"session-kill":          na("no server session the harness can end on its topology"),
-				"pgbouncer-transaction": na("not a PostgreSQL lock"),
-			})
+		if !isSeed(a) {
+			Expect(a, FamilyNA(Family(a)))
 		}
 	}
 
@@ -109,9 +124,14 @@ func init() {
 		"session-kill":   "S: the lease is a row, not a session: ending the session changes nothing",
 		// Each upsert is one transaction: any pooled session may run it.
 		"pgbouncer-transaction": "S: each statement is its own transaction; no session state",
+		// Seeds 1–3 (the 2 s lease of the variant): the idle sessions are ended, the lease rows stay.
+		"server-idle-timeout": "S: the lease is a row on the server's clock; an ended session changes nothing",
 	})
 	catch("pgbouncer-transaction", "pg-advisory-no-valid", "Us: as pg-advisory: two clients' locks land in one pooled session")
 	catch("session-kill", "pg-advisory-no-valid", "Ul: the holder whose session was killed writes while the next client holds")
+	// 3 of 3: the grant to the waiter decides the run (it stops once decided, before the idle
+	// holder's blind write lands), so the catch is the real lock's Us.
+	catch("server-idle-timeout", "pg-advisory-no-valid", "Us: the idle holder's session is ended and the waiter granted")
 }
 
 // sessionLockCells are pg-advisory's cells, which a session lock on one server shares
@@ -144,6 +164,23 @@ func sessionLockCells() map[string]string {
 		// holder's Valid asks the server and skips its write: 0 overlapping writes, 0 lost updates;
 		// pg-advisory-no-valid writes into the next holder's lock (scenarios/catches.go: Ul).
 		"session-kill": "Us: the server ended the holder's session and granted the waiter; the holder asked and did not write",
+		// Seeds 1–3 each, 2026-11-26: the waiter is granted 1.00–1.05 s in, the moment the idle
+		// holder's session is ended; the holder asks before it writes and does not (0 lost updates).
+		"server-idle-timeout": "Us: the server ended the idle holder's session and granted the waiter; the holder asked and did not write",
+	}
+}
+
+// FamilyNA is what an algorithm of family gets as n/a unless its own expectations say otherwise:
+// the SQL scenarios, for a lock on servers without sessions. A process client gets it when it
+// registers (internal/procclient), a built-in here.
+func FamilyNA(family string) map[string]string {
+	if family == "sql" {
+		return nil
+	}
+	return map[string]string{
+		"session-kill":          na("no server session the harness can end on its topology"),
+		"server-idle-timeout":   na("no server session to time out on its topology"),
+		"pgbouncer-transaction": na("not a PostgreSQL lock"),
 	}
 }
 

@@ -38,6 +38,9 @@ type Workload struct {
 	Duration   Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
 	StuckAfter Duration `yaml:"stuck_after,omitempty" json:"stuck_after,omitempty"`
 	Tail       Duration `yaml:"tail,omitempty" json:"tail,omitempty"`
+	// ServerIdleTimeout makes a SQL server end a session idle that long (cluster.Spec's
+	// SessionIdleTimeout): a server setting the scenario runs under.
+	ServerIdleTimeout Duration `yaml:"server_idle_timeout,omitempty" json:"server_idle_timeout,omitempty"`
 }
 
 // merge returns w with the non-zero fields of o laid over it.
@@ -60,6 +63,7 @@ func (w Workload) merge(o Workload) Workload {
 	set(&w.Duration, o.Duration)
 	set(&w.StuckAfter, o.StuckAfter)
 	set(&w.Tail, o.Tail)
+	set(&w.ServerIdleTimeout, o.ServerIdleTimeout)
 	w.Fencing = w.Fencing || o.Fencing
 	w.LockPerClient = w.LockPerClient || o.LockPerClient
 	if o.Hold != 0 {

@@ -53,6 +53,11 @@ func Register(m *process.Manifest) error {
 	if _, ok := codes[clockSkew]; !ok {
 		codes[clockSkew] = "-: " + skewNotApplied
 	}
+	for scen, code := range scenarios.FamilyNA(family(m)) {
+		if _, ok := codes[scen]; !ok {
+			codes[scen] = code
+		}
+	}
 	spec := m.Spec()
 	var once sync.Once
 	var reqErr error

@@ -43,7 +43,8 @@ func TestShippedManifests(t *testing.T) {
 
 // TestShippedSQLClient: a client on postgres takes the sql family's variants (slow-release at the
 // harness's point, not on RESP commands), runs on postgres-pgbouncer too (also_on), and a client
-// whose manifest says nothing of clock-skew is n/a there, with the reason.
+// whose manifest says nothing of clock-skew is n/a there, with the reason; a client on Redis
+// is n/a in the SQL scenarios.
 func TestShippedSQLClient(t *testing.T) {
 	if err := RegisterDir("../../clients"); err != nil {
 		t.Fatal(err)
@@ -72,6 +73,19 @@ func TestShippedSQLClient(t *testing.T) {
 	skew, err := scenarios.Lookup("clock-skew")
 	if err != nil {
 		t.Fatal(err)
+	}
+	kill, err := scenarios.Lookup("session-kill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for alg, na := range map[string]bool{"redis-py": true, "kazoo": true, "psycopg2-advisory": false} {
+		c, err := kill.Cell(alg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.NA != ""; got != na {
+			t.Errorf("%s × session-kill n/a %v (%q), want %v", alg, got, c.NA, na)
+		}
 	}
 	for alg, na := range map[string]bool{"redis-py": true, "kazoo": true, "curator": true, "psycopg2-advisory": false} {
 		c, err := skew.Cell(alg)

@@ -72,6 +72,7 @@ func Config(c scenarios.Cell, o Options, run int) harness.Config {
 			AcquireTimeout: w.AcquireTimeout.D(), ReleaseTimeout: w.ReleaseTimeout.D(), SessionTimeout: w.SessionTimeout.D(),
 			OpTimeout: w.OpTimeout.D(), Fencing: w.Fencing,
 			NoHold: w.ZeroHold, NoThink: w.ZeroThink, LockPerClient: w.LockPerClient,
+			ServerIdleTimeout: w.ServerIdleTimeout.D(),
 		},
 		Faults: c.Faults, Duration: w.Duration.D(), StuckAfter: w.StuckAfter.D(), Tail: w.Tail.D(),
 		Seed: o.Seed + int64(max(run, 1)-1), Dir: Dir(o.out(), c, run), Version: o.Version,

@@ -55,3 +55,32 @@ func TestDeadHoldersSessionEnds(t *testing.T) {
 		})
 	}
 }
+
+// TestIdleTimeoutNamedAsCause: with the servers' session idle timeout in the meta line, a session
+// lock granted away while its holder had recorded nothing for that long names the timeout as the
+// cause; granted away sooner, it does not.
+func TestIdleTimeoutNamedAsCause(t *testing.T) {
+	build := func(grantAt float64) *history.History {
+		b := newHB("pg-advisory", 500*time.Millisecond)
+		b.h.Meta.ServerIdleTimeoutNs = int64(time.Second)
+		a1 := b.acquire(1, 0, 1)
+		b.h.Events[len(b.h.Events)-1].TTLNs = history.NoTTL
+		b.read(1, a1, 2, 3, 0)
+		a2 := b.acquire(2, 4, grantAt)
+		b.h.Events[len(b.h.Events)-1].TTLNs = history.NoTTL
+		b.read(2, a2, grantAt+1, grantAt+2, 0)
+		return b.history()
+	}
+	for _, tc := range []struct {
+		grant float64
+		named bool
+	}{{1100, true}, {500, false}} {
+		r := CheckHistory(build(tc.grant), Options{}).Result
+		if r.FirstViolation == nil {
+			t.Fatalf("grant at %v ms: %s, want the illegal grant", tc.grant, r.Verdict)
+		}
+		if got := strings.Contains(r.FirstViolation.Cause, "the server ends sessions idle for 1 s"); got != tc.named {
+			t.Errorf("grant at %v ms: cause %q, idle timeout named %v, want %v", tc.grant, r.FirstViolation.Cause, got, tc.named)
+		}
+	}
+}
