@@ -66,33 +66,60 @@ func (r *run) stallPieces(stalls []stall) (longest time.Duration, stuck *Violati
 	return longest, stuck
 }
 
-// stallEvent is an acquire's invocation (+1) or completion (-1), for the stall sweep.
+// stallEvent is, for the stall sweep, an acquire's invocation (+1 waiter) or completion (-1; a
+// grant makes its client a holder until its lease ends), a release's invocation or a crash (the
+// client holds no longer).
 type stallEvent struct {
 	t     int64
 	delta int
 	grant bool
-	op    int   // index of the acquire, -1 for one of another segment
-	id    int64 // its id, which orders events at one instant
+	// free: the client stops holding (its release was invoked, or it crashed).
+	free   bool
+	client int
+	until  int64 // a grant's lease end (history.Never without a TTL)
+	op     int   // index of the acquire, -1 for one of another segment or a release
+	id     int64 // its id, which orders events at one instant
 }
 
-// stallEvents returns the invocations and completions of the acquires in time order. The
-// invocations of acquires invoked before start (carried over from the previous segment, which
-// sweeps them) are left out; those of waiting, still open at the segment's cut, are added.
+// stallEvents returns the sweep's events in time order: acquires' invocations and completions,
+// releases' invocations and client crashes. The invocations of acquires invoked before start
+// (carried over from the previous segment, which sweeps them) are left out; those of waiting,
+// still open at the segment's cut, are added.
 func (r *run) stallEvents(start int64, waiting []history.Operation) []stallEvent {
 	evs := make([]stallEvent, 0, len(r.ops)/2+len(waiting))
 	for i := range r.ops {
 		o := &r.ops[i]
-		if o.Op != history.OpAcquire {
+		switch o.Op {
+		case history.OpAcquire:
+		case history.OpRelease:
+			if o.Call >= start {
+				evs = append(evs, stallEvent{t: o.Call, free: true, client: o.Client, op: -1, id: o.ID})
+			}
+			continue
+		default:
 			continue
 		}
 		if o.Call >= start {
 			evs = append(evs, stallEvent{t: o.Call, delta: 1, op: i, id: o.ID})
 		}
 		done := min(o.Done, r.end)
-		evs = append(evs, stallEvent{t: max(done, o.Call), delta: -1, grant: o.Ok(), op: i, id: o.ID})
+		e := stallEvent{t: max(done, o.Call), delta: -1, grant: o.Ok(), client: o.Client, until: history.Never, op: i, id: o.ID}
+		if ttl := r.ttl(o); ttl > 0 {
+			// The latest the lease can end, counted from the grant's reply: a stall must not be
+			// called while a holder may still rightly hold.
+			e.until = e.t + ttl
+		}
+		evs = append(evs, e)
 	}
 	for _, o := range waiting {
 		evs = append(evs, stallEvent{t: o.Call, delta: 1, op: -1, id: o.ID})
+	}
+	for _, f := range r.faults {
+		if f.KillsClients() && f.Error == "" && f.Start >= start {
+			for _, c := range f.TargetClients {
+				evs = append(evs, stallEvent{t: f.Start, free: true, client: c, op: -1})
+			}
+		}
 	}
 	// At one instant, completions come before invocations, so a stall starts after a grant; then
 	// the order of the ids, so that the sweep does not depend on how the history was cut.
@@ -102,20 +129,60 @@ func (r *run) stallEvents(start int64, waiting []history.Operation) []stallEvent
 	return evs
 }
 
-// stallSweep sweeps acquire invocations, completions and grants in time order, one segment of
-// the history after the other.
+// stallSweep sweeps the stall events in time order, one segment of the history after the other.
+// A stall cannot start while a live client holds the lock under a lease that has not run out:
+// waiting for a holder is contention, not a stall. It starts when some client waits and nobody
+// holds — at a holder's release, crash or lease end, or at a wait with the lock free — and
+// ends at the next grant.
 type stallSweep struct {
 	out      []stall
 	waiting  int
 	cur      stall
 	lastWait int64
+	lastOp   int           // the acquire most recently invoked, to name a stall's waiter
+	holders  map[int]int64 // client → the end of its lease, while it holds
 }
 
-func (s *stallSweep) start() { s.cur = stall{start: -1, prev: -1} }
+func (s *stallSweep) start() {
+	s.cur, s.lastOp, s.holders = stall{start: -1, prev: -1, waiter: -1}, -1, map[int]int64{}
+}
+
+// expire drops the holders whose leases ended by t; a stall starts when the last of them ends
+// with clients waiting.
+func (s *stallSweep) expire(t int64) {
+	if len(s.holders) == 0 {
+		return
+	}
+	var last int64
+	for c, until := range s.holders {
+		if until <= t {
+			delete(s.holders, c)
+			last = max(last, until)
+		}
+	}
+	if last > 0 && len(s.holders) == 0 {
+		s.open(last)
+	}
+}
+
+// open starts a stall at t if clients wait, nobody holds and none is under way.
+func (s *stallSweep) open(t int64) {
+	if s.cur.start < 0 && s.waiting > 0 && len(s.holders) == 0 {
+		s.cur.start, s.cur.waiter = t, s.lastOp
+	}
+}
 
 func (s *stallSweep) feed(evs []stallEvent) {
 	for _, e := range evs {
-		if e.delta < 0 {
+		s.expire(e.t)
+		switch {
+		case e.free:
+			if _, ok := s.holders[e.client]; ok {
+				delete(s.holders, e.client)
+				s.open(e.t)
+			}
+			continue
+		case e.delta < 0:
 			s.waiting--
 			s.lastWait = e.t
 		}
@@ -124,16 +191,18 @@ func (s *stallSweep) feed(evs []stallEvent) {
 				s.cur.end = e.t
 				s.out = append(s.out, s.cur)
 			}
-			s.cur = stall{start: -1, prev: e.op}
-			if s.waiting > 0 {
-				s.cur.start, s.cur.waiter = e.t, e.op
+			s.cur = stall{start: -1, prev: e.op, waiter: -1}
+			if e.until > e.t {
+				s.holders[e.client] = e.until
 			}
+			s.open(e.t)
 		}
 		if e.delta > 0 {
 			s.waiting++
-			if s.cur.start < 0 {
-				s.cur.start, s.cur.waiter = e.t, e.op
+			if e.op >= 0 {
+				s.lastOp = e.op
 			}
+			s.open(e.t)
 		}
 	}
 }
@@ -143,12 +212,13 @@ func (s *stallSweep) feed(evs []stallEvent) {
 func (s *stallSweep) take() []stall {
 	out := s.out
 	s.out = nil
-	s.cur.waiter, s.cur.prev = -1, -1
+	s.cur.waiter, s.cur.prev, s.lastOp = -1, -1, -1
 	return out
 }
 
 // finish closes the last stall at end, the run's end, and returns the stalls not taken.
 func (s *stallSweep) finish(end int64) []stall {
+	s.expire(end)
 	if s.cur.start >= 0 {
 		if s.waiting > 0 {
 			s.lastWait = end

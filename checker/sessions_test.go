@@ -84,3 +84,27 @@ func TestIdleTimeoutNamedAsCause(t *testing.T) {
 		}
 	}
 }
+
+// TestNoStallWhileHeld: waiting for a holder whose lease still runs is contention, not a stall;
+// once the holder releases (or its lease runs out) with no grant after it, the waiting is a stall,
+// and a long one makes the run stuck.
+func TestNoStallWhileHeld(t *testing.T) {
+	build := func(release bool) *history.History {
+		b := newHB("token", 2*time.Second)
+		b.h.Meta.StuckAfterNs = int64(time.Second)
+		a1 := b.acquire(1, 0, 100)
+		b.read(1, a1, 101, 102, 0)
+		if release {
+			b.release(1, a1, 200, 201)
+		}
+		// Client 2 waits from 50 ms; its acquire gives up at 1.9 s, unanswered at the end.
+		b.op(history.OpAcquire, 2, 0, 50, history.TypeFail, 1900, nil, "timeout")
+		return b.history()
+	}
+	for _, release := range []bool{false, true} {
+		r := CheckHistory(build(release), Options{}).Result
+		if stuck := r.Verdict == Stuck; stuck != release {
+			t.Errorf("holder releases %v: %s (%s), want stuck %v", release, r.Verdict, r.DecidedBy, release)
+		}
+	}
+}
