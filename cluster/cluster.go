@@ -94,6 +94,10 @@ type Endpoints struct {
 	// names its nodes (redirects, CLUSTER SLOTS) by addresses that Dial maps to this client's
 	// proxies.
 	Cluster bool
+	// MultiHost is set for postgres-standby: Addrs are one replicated database's nodes (a primary
+	// and its standby), and a client lists them all and uses whichever accepts writes, as libpq's
+	// multi-host connection string with target_session_attrs=read-write does.
+	MultiHost bool
 	// SentinelAddrs and MasterName are set for redis-sentinel.
 	SentinelAddrs []string
 	MasterName    string

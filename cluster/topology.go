@@ -27,6 +27,8 @@ type topology struct {
 	// killSessions ends client's sessions on the server (SessionKiller); nil when the topology
 	// has no sessions to end.
 	killSessions func(c *topo, ctx context.Context, client int) (int, error)
+	// multiHost sets Endpoints.MultiHost: clients connect to whichever data node takes writes.
+	multiHost bool
 }
 
 var extraTopologies = map[string]topology{}
