@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // spawner starts every child process of a cluster from one goroutine locked to its OS thread.
@@ -148,12 +149,37 @@ func (p *proc) kill() {
 		// a SIGKILL of the postmaster's group (they hold the old shared memory, so the restarted
 		// server waits for them). The group is stopped first, so nothing forks meanwhile.
 		_ = syscall.Kill(-pid, syscall.SIGSTOP)
-		for _, d := range descendants(pid) {
+		kids := descendants(pid)
+		for _, d := range kids {
 			_ = syscall.Kill(d, syscall.SIGKILL)
 		}
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		<-p.done
+		// SIGKILL is delivered when the process next runs: on a loaded machine a backend may
+		// still hold the old shared memory when a restart begins, and the new postmaster refuses
+		// to start ("pre-existing shared memory block is still in use": 3 restarts of 9 of
+		// postgres-standby's primary, whose WAL sender is one more backend). Wait until each is
+		// gone or a zombie (a zombie has let go of its memory).
+		waitGone(kids, 5*time.Second)
 	}
 	<-p.done
+}
+
+// waitGone waits, up to limit, until none of pids is alive (gone, or a zombie).
+func waitGone(pids []int, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for _, pid := range pids {
+		for time.Now().Before(deadline) {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+			if err != nil {
+				break
+			}
+			if i := bytes.LastIndexByte(b, ')'); i < 0 || (len(b) > i+2 && (b[i+2] == 'Z' || b[i+2] == 'X')) {
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
 }
 
 // descendants lists the processes below pid, by their parent pids in /proc.
