@@ -195,8 +195,9 @@ var pgServer = serverOf(KindPostgres)
 // them.
 func ClientAppName(client int) string { return fmt.Sprintf("lockchaos-client-%d", client) }
 
-// pgKillSessions ends client's sessions on the PostgreSQL node that takes writes (Master) with pg_terminate_backend, found by
-// their application_name through an admin connection to the server itself.
+// pgKillSessions ends client's sessions on the PostgreSQL node that takes writes (Master) with
+// pg_terminate_backend, found by their application_name through an admin connection to the
+// server itself.
 func pgKillSessions(c *topo, ctx context.Context, client int) (int, error) {
 	name, err := c.Master(ctx) // the one server, or postgres-standby's primary now
 	if err != nil {
