@@ -13,7 +13,7 @@ import (
 )
 
 // TestPostgresStandby starts a primary and its streaming standby: a row committed on the primary
-// reaches the standby, which refuses writes; a client's multi-host connection string
+// (also after the primary restarted) reaches the standby, which refuses writes; a client's multi-host connection string
 // (target_session_attrs=read-write, through its own proxies) lands on the primary. With the
 // replication link cut, a row committed on the primary stays there; the cluster's failover fences
 // the primary and promotes the standby, which has the first row, not the second, and no advisory
@@ -39,7 +39,17 @@ func TestPostgresStandby(t *testing.T) {
 	}
 	primary := pgClient(t, ctx, nodes[0].Addr, 0)
 	standby := pgClient(t, ctx, nodes[1].Addr, 0)
-	pgExec(t, ctx, primary, "CREATE TABLE t (v int); INSERT INTO t VALUES (1)")
+	pgExec(t, ctx, primary, "CREATE TABLE t (v int)")
+	waitRows(t, ctx, standby, 0)
+
+	// A restart of the primary (the restart fault): a new postmaster over the same data, which
+	// the standby streams from again. (The kill must wait for the old backends, the WAL sender
+	// among them, to let go of the shared memory, or the new postmaster refuses to start.)
+	if err := c.Restart(ctx, "pg-1"); err != nil {
+		t.Fatalf("Restart(pg-1): %v", err)
+	}
+	primary = pgClient(t, ctx, nodes[0].Addr, 0)
+	pgExec(t, ctx, primary, "INSERT INTO t VALUES (1)")
 	waitRows(t, ctx, standby, 1)
 	if _, err := standby.Exec(ctx, "INSERT INTO t VALUES (9)"); err == nil || !strings.Contains(err.Error(), "read-only") {
 		t.Errorf("a write on the standby: %v, want a read-only transaction error", err)
