@@ -25,7 +25,8 @@ func init() {
 	// The race this forces: right after the fault, the careful holder asks its dead session
 	// (Valid), fails, skips its work and releases at once, while the waiters reconnect to the
 	// promoted standby 40–350 ms after the fence. Unforced, the holder's release came first in 1
-	// of 10 runs of pg-advisory-xact (safe, seed 1 --full; Us when run again). The first release
+	// of 7 runs of pg-advisory-xact (safe, seed 1 --full; Us when run again), 0 of 8 of
+	// pg-advisory. The first release
 	// after the fault (the holder's: the others are still waiting or at work) is held until
 	// another client holds (2 s at most), as a holder's release reaches the server late, so the
 	// waiter is granted while the holder's lock still counts as held. (A stall at cs:acquired
