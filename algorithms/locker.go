@@ -79,6 +79,10 @@ type Config struct {
 	// are seeds, and each key goes to its slot's master (redis-cluster). Dial must then map
 	// every node's address as the cluster announces it to this client's way in.
 	Cluster bool
+	// MultiHost, when set, says Addrs are the nodes of one replicated PostgreSQL (a primary and its
+	// standby): the PostgreSQL algorithms list them all in one connection string and connect to
+	// whichever accepts writes (target_session_attrs=read-write), so they follow a failover.
+	MultiHost bool
 	// Sentinel, when set, makes single-node Redis algorithms find the master through Sentinel.
 	Sentinel *SentinelConfig
 	// Dial, when set, is used for every connection (it maps a server's real address, as Sentinel

@@ -75,7 +75,7 @@ func init() {
 			New:    newZooKeeperWith(zkMutation{watchLowest: true}),
 		},
 		{
-			Name: "pg-advisory-no-valid", Mutant: "pg-advisory", Topologies: []string{topoPostgres, topoPostgresPgBouncer},
+			Name: "pg-advisory-no-valid", Mutant: "pg-advisory", Topologies: []string{topoPostgres, topoPostgresPgBouncer, topoPostgresStandby},
 			Removed: "asking the server: the holder trusts its session lock without checking that its session " +
 				"still holds it (Valid is always true)",
 			Points: []string{"acquire:after-lock", "release:before-unlock"},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 const (
 	topoPostgres          = "postgres"
 	topoPostgresPgBouncer = "postgres-pgbouncer"
+	topoPostgresStandby   = "postgres-standby"
 )
 
 // pgAdvisoryLocker is PostgreSQL's session-level advisory lock as the docs and most job runners
@@ -116,13 +118,28 @@ func newPgAdvisoryWith(cfg Config, noValid bool) (*pgAdvisoryLocker, error) {
 
 // pgConnConfig is the connection config of client cfg.Client to cfg.Addrs[0] (its proxy): no
 // statement cache (a transaction pooler cannot keep prepared statements), no TLS, trust auth.
+// With cfg.MultiHost (a primary and its standby) it lists every address, as a production client
+// of a replicated PostgreSQL does (host=a,b port=p,q target_session_attrs=read-write): pgx tries
+// them in order and keeps the first that accepts writes, so after a failover a new connection
+// reaches the promoted standby. ConnectTimeout bounds each host's attempt.
 func pgConnConfig(cfg Config) (*pgx.ConnConfig, error) {
-	host, port, err := net.SplitHostPort(cfg.Addrs[0])
-	if err != nil {
-		return nil, err
+	addrs := cfg.Addrs[:1]
+	if cfg.MultiHost {
+		addrs = cfg.Addrs
 	}
-	cc, err := pgx.ParseConfig(fmt.Sprintf("host=%s port=%s user=%s dbname=%s sslmode=disable application_name=%s",
-		host, port, pgRole, pgDatabase, sessionName(cfg.Client)))
+	hosts, ports := make([]string, len(addrs)), make([]string, len(addrs))
+	for i, a := range addrs {
+		var err error
+		if hosts[i], ports[i], err = net.SplitHostPort(a); err != nil {
+			return nil, err
+		}
+	}
+	dsn := fmt.Sprintf("host=%s port=%s user=%s dbname=%s sslmode=disable application_name=%s",
+		strings.Join(hosts, ","), strings.Join(ports, ","), pgRole, pgDatabase, sessionName(cfg.Client))
+	if cfg.MultiHost {
+		dsn += " target_session_attrs=read-write"
+	}
+	cc, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +296,7 @@ func init() {
 		Summary: "PostgreSQL session advisory lock: pg_advisory_lock(key) on a connection of its own, " +
 			"pg_advisory_unlock to release; no TTL, Valid asks the server (pg_locks).",
 		Source:     "PostgreSQL docs §9.27.10 (advisory lock functions), jackc/pgx v5",
-		Topologies: []string{topoPostgres, topoPostgresPgBouncer},
+		Topologies: []string{topoPostgres, topoPostgresPgBouncer, topoPostgresStandby},
 		Points:     []string{"acquire:after-lock", "release:before-unlock"},
 		New:        newPgAdvisory,
 	})
@@ -288,7 +305,7 @@ func init() {
 		Summary: "PostgreSQL transaction advisory lock: BEGIN; pg_advisory_xact_lock(key), the transaction " +
 			"open while held; COMMIT to release; no TTL, Valid asks the server in the transaction.",
 		Source:     "PostgreSQL docs §9.27.10 (advisory lock functions), jackc/pgx v5",
-		Topologies: []string{topoPostgres, topoPostgresPgBouncer},
+		Topologies: []string{topoPostgres, topoPostgresPgBouncer, topoPostgresStandby},
 		Points:     []string{"acquire:after-lock", "release:before-unlock"},
 		New:        newPgAdvisoryXact,
 	})

@@ -29,7 +29,7 @@ type pgLeaseLocker struct {
 	owner string
 
 	pgSession
-	tabled bool // the table exists (created by this client or another)
+	tabled bool // the table exists on the server of the current connection
 }
 
 type pgLeaseData struct {
@@ -55,6 +55,11 @@ func (l *pgLeaseLocker) session(ctx context.Context) (*pgx.Conn, error) {
 			return nil, fmt.Errorf("connect: %w", err)
 		}
 		l.conn = conn
+		// A new connection may reach another server: on postgres-standby, the standby promoted
+		// after a failover, which may lack the table (the failover fault cuts replication before
+		// any client made it; in production a migration made it long before, and it would be
+		// there, empty of the lost rows: the state CREATE TABLE IF NOT EXISTS leaves).
+		l.tabled = !l.cfg.MultiHost && l.tabled
 	}
 	if !l.tabled {
 		_, err := l.conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS lockchaos_leases (
@@ -149,7 +154,7 @@ func init() {
 		Summary: "A lease row in PostgreSQL: INSERT ... ON CONFLICT DO UPDATE WHERE expired, timed by the " +
 			"server's now(); fence = the row's version, release by owner and version.",
 		Source:     "lease tables of job schedulers; PostgreSQL INSERT ... ON CONFLICT; jackc/pgx v5",
-		Topologies: []string{topoPostgres, topoPostgresPgBouncer},
+		Topologies: []string{topoPostgres, topoPostgresPgBouncer, topoPostgresStandby},
 		Points:     []string{"acquire:after-upsert", "release:before-update"},
 		Fenced:     true,
 		New:        newPgLease,

@@ -99,6 +99,10 @@ type Endpoints struct {
 	// names its nodes (redirects, CLUSTER SLOTS) by addresses that Dial maps to this client's
 	// proxies.
 	Cluster bool
+	// MultiHost is set for postgres-standby: Addrs are one replicated database's nodes (a primary
+	// and its standby), and a client lists them all and uses whichever accepts writes, as libpq's
+	// multi-host connection string with target_session_attrs=read-write does.
+	MultiHost bool
 	// SentinelAddrs and MasterName are set for redis-sentinel.
 	SentinelAddrs []string
 	MasterName    string
@@ -119,10 +123,12 @@ type Cluster interface {
 	// or on the external backend, whose proxies are on remote toxiproxy-servers (use FaultLink).
 	Link(c int, node string) (*toxiproxy.Proxy, error)
 	// ReplicationLink returns the proxy the replica uses to reach the master (redis-sentinel;
-	// redis-cluster: the replica of the lock key's slot master).
+	// redis-cluster: the replica of the lock key's slot master; postgres-standby: the standby's
+	// WAL stream from the primary).
 	ReplicationLink() (*toxiproxy.Proxy, error)
 	// Failover kills the named master so that the topology promotes a replica, its own way
-	// (redis-sentinel: Sentinel promotes; redis-cluster: the cluster elects the replica).
+	// (redis-sentinel: Sentinel promotes; redis-cluster: the cluster elects the replica;
+	// postgres-standby: lockchaos promotes the standby once the primary is dead, as an HA manager).
 	Failover(ctx context.Context, master string) error
 	// FaultLink returns the link between client c and the named node as network faults act on
 	// it, on every backend.
@@ -141,8 +147,8 @@ type Cluster interface {
 	Pause(ctx context.Context, node string) error
 	Resume(ctx context.Context, node string) error
 	// Master returns the node that is master now (redis-sentinel: as Sentinel says;
-	// redis-cluster: the master of the slot of Spec.LockKey; other redis topologies: the first
-	// node).
+	// redis-cluster: the master of the slot of Spec.LockKey; postgres-standby: the node not in
+	// recovery; other redis topologies: the first node).
 	Master(ctx context.Context) (string, error)
 	// Leader returns the ZooKeeper leader's node name.
 	Leader(ctx context.Context) (string, error)

@@ -19,6 +19,7 @@ func (c *topo) buildEndpoints(ctx context.Context) error {
 			e.MasterName = c.masterName()
 		}
 		e.Cluster = c.spec.Topology == RedisCluster
+		e.MultiHost = extraTopologies[c.spec.Topology].multiHost
 		route := map[string]string{}
 		for _, n := range all {
 			addr := n.Addr

@@ -76,9 +76,12 @@ func pgIdleFlags(d time.Duration) []string {
 
 // pgRequirements: initdb and postgres from Debian's postgresql, and, when the harness runs as
 // root, the postgres user they run as (PostgreSQL refuses to run as root).
-func pgRequirements() []Requirement {
+func pgRequirements() []Requirement { return pgBinRequirements("initdb", "postgres") }
+
+// pgBinRequirements: the named binaries of Debian's postgresql, and the user they run as.
+func pgBinRequirements(bins ...string) []Requirement {
 	var out []Requirement
-	for _, b := range []string{"initdb", "postgres"} {
+	for _, b := range bins {
 		r := Requirement{Name: b, Fix: "install it: apt-get install postgresql, or run make deps"}
 		if pgBinDir == "" {
 			r.Detail = "no /usr/lib/postgresql/<version>/bin/" + b
@@ -100,20 +103,27 @@ func serverCred() (*syscall.Credential, error) { return runAs(serverUser) }
 // by initdb at the first start and kept on Restart: a restart is a new postmaster over the same
 // data, and what lives in memory (advisory locks, sessions) is gone, as after a crash.
 func (c *topo) newPostgresNode(name string, port int) (*node, error) {
+	return c.newPgNode(name, port, pgInitdb)
+}
+
+// newPgNode is newPostgresNode with the data dir made by mkData (in the node's dir, as cred's
+// user) at the first start, and extra server flags.
+func (c *topo) newPgNode(name string, port int, mkData func(dir string, cred *syscall.Credential) error, flags ...string) (*node, error) {
 	cred, err := serverCred()
 	if err != nil {
 		return nil, err
 	}
 	var initErr error
 	argv := func(dir string) []string {
-		initErr = pgInitdb(dir, cred)
-		return append([]string{filepath.Join(pgBinDir, "postgres"),
+		initErr = mkData(dir, cred)
+		argv := append([]string{filepath.Join(pgBinDir, "postgres"),
 			"-D", filepath.Join(dir, "data"),
 			"-p", strconv.Itoa(port),
 			// No unix socket: clients and lockchaos reach it over TCP, and a socket's path (the node
 			// dir's, under a test's long temp dir) may exceed the 107 bytes a socket path can have.
 			"-k", "",
 		}, append(pgFlags, pgIdleFlags(c.spec.SessionIdleTimeout)...)...)
+		return append(argv, flags...)
 	}
 	nd := c.newNode(name, KindPostgres, []int{port}, server{argv: argv, cred: cred})
 	// A server restarted after SIGKILL recovers first (it fsyncs its data dir and replays the
@@ -195,10 +205,11 @@ var pgServer = serverOf(KindPostgres)
 // them.
 func ClientAppName(client int) string { return fmt.Sprintf("lockchaos-client-%d", client) }
 
-// pgKillSessions ends client's sessions on a PostgreSQL node with pg_terminate_backend, found by
-// their application_name through an admin connection to the server itself.
+// pgKillSessions ends client's sessions on the PostgreSQL node that takes writes (Master) with
+// pg_terminate_backend, found by their application_name through an admin connection to the
+// server itself.
 func pgKillSessions(c *topo, ctx context.Context, client int) (int, error) {
-	name, err := pgServer(c, ctx)
+	name, err := c.Master(ctx) // the one server, or postgres-standby's primary now
 	if err != nil {
 		return 0, err
 	}

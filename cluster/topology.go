@@ -29,6 +29,8 @@ type topology struct {
 	killSessions func(c *topo, ctx context.Context, client int) (int, error)
 	// idleTimeout is true when the servers take Spec.SessionIdleTimeout.
 	idleTimeout bool
+	// multiHost sets Endpoints.MultiHost: clients connect to whichever data node takes writes.
+	multiHost bool
 }
 
 var extraTopologies = map[string]topology{}

@@ -11,7 +11,10 @@ import (
 // when the fault fires the master is killed, so the topology promotes a replica that never saw the
 // lock. Each topology fails over its own way (cluster.Cluster.Failover): redis-sentinel's
 // Sentinel promotes the replica; redis-cluster's replica of the lock key's slot master wins the
-// election of the other masters.
+// election of the other masters; postgres-standby's primary is fenced (killed) and its standby
+// promoted with pg_promote, as an HA manager such as Patroni does, and clients that list both
+// nodes (target_session_attrs=read-write) reconnect to it — without the session advisory locks,
+// which are never replicated, and without the rows written since the cut.
 //
 //	clients ──▶ master ─ ✂ ─▶ replica          (armed at start)
 //	clients ──▶ ✗ master      replica ★ master  (fired: kill; the replica is promoted)
@@ -22,7 +25,7 @@ func init() { register(failover{}) }
 func (failover) Name() string { return "failover" }
 
 func (failover) Describe(Target) string {
-	return "replication cut since start; master killed; the replica is promoted"
+	return "replication cut since start; master killed; the replica (standby) is promoted"
 }
 
 // Arm cuts the replication link for the whole run (healed by HealAll).

@@ -31,7 +31,7 @@ func (kill) Meaning(t Target) history.FaultMeaning { return t.on(history.ActsOnS
 func (restart) Meaning(t Target) history.FaultMeaning     { return t.on(history.ActsOnServers, false) }
 func (pauseServer) Meaning(t Target) history.FaultMeaning { return t.on(history.ActsOnServers, false) }
 
-// A failover kills the master, and Sentinel's promoted replica takes over: the service goes on.
+// A failover kills the master, and the promoted replica (standby) takes over: the service goes on.
 func (failover) Meaning(t Target) history.FaultMeaning { return t.on(history.ActsOnServers, false) }
 
 // A server clock jump (emulated on the keys' TTLs) acts on the server's state.

@@ -259,7 +259,7 @@ func newClients(cfg Config, info algorithms.Info, cl cluster.Cluster, env *env, 
 			Point: func(ctx context.Context, name string) error { return nem.Point(ctx, id, name) },
 			Rand:  rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(id))), Dir: cfg.Dir,
 		}
-		acfg.Cluster = ep.Cluster
+		acfg.Cluster, acfg.MultiHost = ep.Cluster, ep.MultiHost
 		if ep.MasterName != "" {
 			acfg.Sentinel = &algorithms.SentinelConfig{MasterName: ep.MasterName, Addrs: ep.SentinelAddrs}
 		}

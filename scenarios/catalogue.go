@@ -142,7 +142,8 @@ func registerCatalogue() bool {
 	register(Scenario{
 		Name: "failover",
 		Summary: "redis-sentinel: replication is cut from the start, the first holder's lock lands on the " +
-			"master only, the master is killed and Sentinel promotes the replica, which never saw the lock.",
+			"master only, the master is killed and Sentinel promotes the replica, which never saw the lock " +
+			"(postgres-standby: the primary is fenced and the standby promoted; advisory locks are never replicated).",
 		Reproduces: "seed 003 master/slave table; the Redis distlock page (why Redlock exists)",
 		Needs:      "hold longer than Sentinel's failover (≈2 s), TTL longer than the hold",
 		Workload:   Workload{Clients: 3, TTL: ms(10000), Hold: ms(4000), Duration: ms(5000), Tail: ms(500), OpTimeout: ms(300)},

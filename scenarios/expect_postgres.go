@@ -114,7 +114,7 @@ func init() {
 		"client-pause":   "Uc: the paused holder writes after its lease expired; its fence is rejected, no update lost",
 		"clock-skew":     "S: the lease is timed by the server's now(); the skewed clock only shortens its own validity",
 		"slow-release":   "S: the release matches owner and version",
-		"failover":       na("one PostgreSQL server: no standby to promote (postgres-standby is not built yet)"),
+		"failover":       na("one PostgreSQL server: no standby to promote (run it with --topology postgres-standby)"),
 		"clock-jump":     na("the fault shifts Redis key TTLs, not the server's now()"),
 		"partition":      "S: the careful client's validity check stops the late write",
 		"latency":        "S",
@@ -146,7 +146,7 @@ func sessionLockCells() map[string]string {
 		"client-pause": "S: the server holds the lock through the pause; the others wait",
 		"clock-skew":   "S: no clock of a client plays a part",
 		"slow-release": "S: the late unlock is the holder's own; nobody else could hold meanwhile",
-		"failover":     na("one PostgreSQL server: no standby to promote (postgres-standby is not built yet)"),
+		"failover":     na("one PostgreSQL server: no standby to promote (run it with --topology postgres-standby)"),
 		// At cs:before-read (variant above): the holder works under a lock the restarted server no
 		// longer has; another client is granted before it asks again (and skips its write). 8 of 8
 		// seeds; a 9th restart (seed 5, before initdb synced its files) did not come back in 15 s.
