@@ -46,6 +46,10 @@ func TestGoLibraries(t *testing.T) {
 		{"zk-lock", "go-zookeeper-20", "unsafe-client", "../../docs/examples/go-zookeeper-20.yaml"},
 		// A finding: the recipe leaves its node when Unlock or Lock loses its connection.
 		{"zk-lock", "node-kill", "stuck", ""},
+		// go-redsync/redsync #72: Valid() vouches for an expired lock when its GET replies come
+		// late; Valid() then Until (the check #72 asks for) skips the write.
+		{"redsync-valid", "redsync-72", "unsafe-client", "../../docs/examples/redsync-72.yaml"},
+		{"redsync-valid-until", "redsync-72", "safe", "../../docs/examples/redsync-72.yaml"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.alg+"×"+tc.scenario, func(t *testing.T) {
