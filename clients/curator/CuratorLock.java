@@ -58,11 +58,8 @@ public class CuratorLock {
                 switch (type) {
                 case "init":
                     int session = (int) num(line, "session_timeout_ms");
-                    // LOCKCHAOS_CURATOR_RETRY_BASE_MS (manifest curator-docs-retry: 1000, the
-                    // policy of Curator's Getting Started page) sets the retry's base sleep.
-                    String base = System.getenv("LOCKCHAOS_CURATOR_RETRY_BASE_MS");
                     client = CuratorFrameworkFactory.newClient(nodes(line), session, session,
-                            new ExponentialBackoffRetry(base == null ? 100 : Integer.parseInt(base), 3));
+                            new ExponentialBackoffRetry(100, 3));
                     if (System.getenv("LOCKCHAOS_CURATOR_NO_LISTENER") == null)
                     client.getConnectionStateListenable().addListener((c, newState) -> {
                         state = newState;
