@@ -12,22 +12,26 @@ import "github.com/lockchaos/lockchaos/faults"
 // revision of the lock key as the token). The etcd docs (concurrency.Mutex, "Locks and leases")
 // say the same since.
 func init() {
-	// The lease the server enforces outlives the catalogue's 900 ms pause: a lease of 1 s is
-	// renewed every TTL/3 by the session's keepalive, and etcd revokes expired leases only every
-	// 500 ms, so a silent holder loses its key 0.7–1.5 s after it fell silent. The pause and the
-	// partition are sized as ZooKeeper's are against its session expiry.
-	vary("client-pause", "etcd", Variant{Faults: []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: ms(2000)}}})
-	vary("partition", "etcd", Variant{
-		Faults:   []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2000)}},
-		Workload: Workload{Hold: ms(2500), StuckAfter: ms(3500)},
-	})
-	// etcd speaks gRPC over HTTP/2, which lockchaos does not parse (DESIGN.md §14: not until
-	// measured as cheap), so the wire faults of slow-release and latency cannot reach it: its
-	// release is delayed by latency on its links from cs:before-release, and latency is timed on a
-	// minority of the cluster, as for ZooKeeper.
-	vary("slow-release", "etcd", Variant{Faults: []faults.Spec{{Kind: "slow-release", Point: "cs:before-release", Skip: 3,
-		Amount: ms(2*500 + 300), For: ms(3 * 500)}}})
-	vary("latency", "etcd", Variant{Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "minority", Amount: ms(500/2 + 50)}}})
+	// etcd-unlock-retry and etcd-unlock-retry-fenced (etcd #22082, docs/examples/etcd-22082.yaml)
+	// run the same cells as etcd.
+	for _, alg := range []string{"etcd", "etcd-unlock-retry", "etcd-unlock-retry-fenced"} {
+		// The lease the server enforces outlives the catalogue's 900 ms pause: a lease of 1 s is
+		// renewed every TTL/3 by the session's keepalive, and etcd revokes expired leases only every
+		// 500 ms, so a silent holder loses its key 0.7–1.5 s after it fell silent. The pause and the
+		// partition are sized as ZooKeeper's are against its session expiry.
+		vary("client-pause", alg, Variant{Faults: []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: ms(2000)}}})
+		vary("partition", alg, Variant{
+			Faults:   []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2000)}},
+			Workload: Workload{Hold: ms(2500), StuckAfter: ms(3500)},
+		})
+		// etcd speaks gRPC over HTTP/2, which lockchaos does not parse (DESIGN.md §14: not until
+		// measured as cheap), so the wire faults of slow-release and latency cannot reach it: its
+		// release is delayed by latency on its links from cs:before-release, and latency is timed on a
+		// minority of the cluster, as for ZooKeeper.
+		vary("slow-release", alg, Variant{Faults: []faults.Spec{{Kind: "slow-release", Point: "cs:before-release", Skip: 3,
+			Amount: ms(2*500 + 300), For: ms(3 * 500)}}})
+		vary("latency", alg, Variant{Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "minority", Amount: ms(500/2 + 50)}}})
+	}
 	Expect("etcd", map[string]string{
 		"baseline":     "S",
 		"client-crash": "S: the crashed holder's lease expires (≈1–1.5 s)",
