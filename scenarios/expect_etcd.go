@@ -1,6 +1,10 @@
 package scenarios
 
-import "github.com/lockchaos/lockchaos/faults"
+import (
+	"maps"
+
+	"github.com/lockchaos/lockchaos/faults"
+)
 
 // etcd: concurrency.Mutex in a session whose lease is ceil(TTL) = 1 s (algorithms/etcd.go), on a
 // 3-member etcd cluster. Its family is "redis" by name only; the Redis variants it would inherit
@@ -68,4 +72,32 @@ func vary(scenario, key string, v Variant) {
 		panic(err)
 	}
 	catalogue[scenario] = s
+}
+
+// etcd-unlock-retry and etcd-unlock-retry-fenced: etcd's Mutex released by its own Unlock, a
+// failed Unlock retried by the same Mutex every 500 ms (algorithms/etcd.go; docs/examples/
+// etcd-22082.yaml is where they differ: etcd-io/etcd #22082). Measured with seed 1 in the
+// catalogue; the cells left out had a verdict not explained yet: etcd-unlock-retry-fenced ×
+// latency unsafe (a grant whose Lock returned 625 ms after its acquire's deadline, its key gone
+// by its release), etcd-unlock-retry × zk-leader-kill stuck.
+func init() {
+	common := map[string]string{
+		"baseline":     "S",
+		"client-crash": "S: the crashed holder's lease expires",
+		"client-pause": "Uc: Jepsen etcd 3.4.3 — the paused holder's lease expires, it writes anyway",
+		"clock-skew":   "S: leases are timed by the server",
+		"slow-release": "S: the delayed release's Unlock succeeds late; nothing was retried",
+		"failover":     na("etcd replicates by raft; there is no asynchronous failover"),
+		"restart":      "S: the raft leader restarts with its data dir; the quorum keeps the lock",
+		"clock-jump":   na("the fault shifts Redis key TTLs; etcd leases are timed by the leader's monotonic clock"),
+		"partition":    "Uc: Jepsen etcd 3.4.3 — the cut-off holder's lease expires, it writes when its hold ends",
+		"getset-race":  na("the race is GETSET's own"),
+		"node-kill":    "S: the raft leader is killed for good, two of three keep a quorum",
+	}
+	unfenced := maps.Clone(common)
+	unfenced["latency"] = "S: a minority's latency, timed"
+	Expect("etcd-unlock-retry", unfenced)
+	fenced := maps.Clone(common)
+	fenced["zk-leader-kill"] = "S: the raft leader restarts 1 s later; committed keys survive"
+	Expect("etcd-unlock-retry-fenced", fenced)
 }
