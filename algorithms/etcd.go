@@ -62,7 +62,8 @@ type etcdLocker struct {
 // etcdLease is the Lease.Data of the etcd algorithm.
 type etcdLease struct {
 	Key   string
-	owner clientv3.Cmp // the key still has our create revision
+	owner clientv3.Cmp       // the key still has our create revision
+	m     *concurrency.Mutex // the Mutex that holds it (etcd-unlock-retry releases through it)
 }
 
 // etcdSessionTTL is the session TTL for a lock TTL: whole seconds, rounded up, at least 1.
@@ -186,7 +187,7 @@ func (l *etcdLocker) lock(ctx context.Context) (_ Lease, retry bool, _ error) {
 	}
 	if err == nil {
 		owner := m.IsOwner()
-		return Lease{Fence: createRevision(owner, m.Header()), TTL: ttl, Data: etcdLease{Key: m.Key(), owner: owner}}, false, nil
+		return Lease{Fence: createRevision(owner, m.Header()), TTL: ttl, Data: etcdLease{Key: m.Key(), owner: owner, m: m}}, false, nil
 	}
 	err = fmt.Errorf("etcd acquire: %w", err)
 	switch {
@@ -259,5 +260,100 @@ func init() {
 		// Every grant carries its fence, but Fenced stays false: the catalogue runs etcd as
 		// Jepsen did and as most users deploy it, with a resource that does not check fences.
 		New: newEtcd,
+	})
+}
+
+// etcdUnlockLocker is etcd whose release is concurrency.Mutex.Unlock itself, with the retry a
+// caller that must not leave its key behind adds: an Unlock that fails (its reply lost, the delete
+// perhaps done) is tried again in the background by the same Mutex, retryAfter later and then
+// every retryAfter until one succeeds. In v3.5.35 Unlock is a Delete of the key by name
+// (<prefix>/<lease id>), and a Mutex whose Unlock failed keeps that name, so a retry that comes
+// after the same session locked again deletes the newer lock: etcd-io/etcd #22082. With fenced
+// (etcd-unlock-retry-fenced), every Unlock, the retries too, is the delete PR #22115 makes of it:
+// a Txn that deletes the key only while it has the create revision the Mutex was granted
+// (Mutex.IsOwner), as the etcd algorithm's own release does.
+type etcdUnlockLocker struct {
+	*etcdLocker
+	retryAfter time.Duration
+	fenced     bool
+}
+
+// etcdUnlockRetryAfter is when a failed Unlock is tried again (and the interval after that).
+const etcdUnlockRetryAfter = 500 * time.Millisecond
+
+func newEtcdUnlock(fenced bool) func(Config) (Locker, error) {
+	return func(cfg Config) (Locker, error) {
+		l, err := newEtcd(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &etcdUnlockLocker{etcdLocker: l.(*etcdLocker), retryAfter: etcdUnlockRetryAfter, fenced: fenced}, nil
+	}
+}
+
+// unlock is Mutex.Unlock, or with fenced the owner-guarded delete (ErrNotHeld when the key is not
+// the one the Mutex was granted).
+func (l *etcdUnlockLocker) unlock(ctx context.Context, el etcdLease) error {
+	if !l.fenced {
+		return el.m.Unlock(ctx)
+	}
+	resp, err := l.cli.Txn(ctx).If(el.owner).Then(clientv3.OpDelete(el.Key)).Commit()
+	switch {
+	case err != nil:
+		return err
+	case !resp.Succeeded:
+		return ErrNotHeld
+	}
+	return nil
+}
+
+// Release unlocks; a failure is retried in the background until an Unlock succeeds (or, fenced,
+// finds the key not ours) or the locker closes, and reported as the first attempt's outcome.
+func (l *etcdUnlockLocker) Release(ctx context.Context, lease Lease) error {
+	el, ok := lease.Data.(etcdLease)
+	if !ok || el.m == nil {
+		return fmt.Errorf("etcd release: lease has no mutex (Data %T)", lease.Data)
+	}
+	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.OpTimeout)
+	err := l.unlock(octx, el)
+	cancel()
+	switch {
+	case err == nil || errors.Is(err, ErrNotHeld):
+		return err
+	case etcdDefinite(err):
+		return fmt.Errorf("etcd unlock: %w", err)
+	}
+	l.wg.Go(func() {
+		for {
+			select {
+			case <-l.life.Done():
+				return
+			case <-time.After(l.retryAfter):
+			}
+			rctx, cancel := context.WithTimeout(l.life, l.cfg.OpTimeout)
+			err := l.unlock(rctx, el)
+			cancel()
+			if err == nil || errors.Is(err, ErrNotHeld) {
+				return
+			}
+		}
+	})
+	return &UnknownError{Op: "etcd unlock (retried in the background)", Err: err}
+}
+
+func init() {
+	Register(Info{
+		Name:       "etcd-unlock-retry",
+		Summary:    "etcd's concurrency.Mutex released by Mutex.Unlock, a failed Unlock retried by the same Mutex 500 ms later (etcd-io/etcd #22082).",
+		Source:     "go.etcd.io/etcd/client/v3/concurrency v3.5.35 Mutex.Unlock; etcd-io/etcd#22082",
+		Topologies: []string{topoEtcd},
+		New:        newEtcdUnlock(false),
+	})
+	Register(Info{
+		Name:       "etcd-unlock-retry-fenced",
+		Summary:    "etcd-unlock-retry whose Unlock deletes the key only while it has the Mutex's create revision (etcd-io/etcd PR #22115).",
+		Source:     "go.etcd.io/etcd/client/v3/concurrency v3.5.35; etcd-io/etcd#22115",
+		Topologies: []string{topoEtcd},
+		New:        newEtcdUnlock(true),
 	})
 }

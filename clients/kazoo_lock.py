@@ -7,15 +7,44 @@ https://kazoo.readthedocs.io/en/latest/basic_usage.html#understanding-kazoo-conn
 lock holder watches the connection state: on SUSPENDED it must not assume it holds the lock,
 on LOST (session expired) the lock is gone.
 Protocol: docs/process-clients.md.
+
+LOCKCHAOS_KAZOO_NONBLOCKING=1 (manifest kazoo-nonblocking): an acquire polls instead of waiting,
+as code that tries a lock and comes back later does (Zuul's locked(lock, blocking=False)): every
+try is a new zk.Lock(path, identifier).acquire(blocking=False), repeated every 20 ms until the
+acquire's timeout_ms. A try that finds a predecessor deletes its contender node again
+(Lock._best_effort_cleanup) -- unless that delete fails, kazoo #732.
+LOCKCHAOS_KAZOO_PR760=1 applies python-zk/kazoo PR #760's change at runtime: that cleanup delete is
+retried until it succeeds instead of being given up at the first KazooException.
 """
 import json
 import os
 import sys
 import threading
+import time
 
 import kazoo
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import LockTimeout, KazooException
+from kazoo.exceptions import LockTimeout, KazooException, NoNodeError
+from kazoo.recipe.lock import Lock as KazooLock
+
+NONBLOCKING = os.environ.get("LOCKCHAOS_KAZOO_NONBLOCKING") == "1"
+
+if os.environ.get("LOCKCHAOS_KAZOO_PR760") == "1":
+    # python-zk/kazoo PR #760 ("recipe(lock): retry lock cleanup"): delete the contender node
+    # under the lock's own retry (forever, ignoring the acquire's timeout), not best effort.
+    def _retried_cleanup(self):
+        def cleanup():
+            node = self.node or self._find_node()
+            if node:
+                try:
+                    self._delete_node(node)
+                except NoNodeError:
+                    pass
+        retry = self._retry.copy()
+        retry.deadline = None
+        retry(cleanup)
+
+    KazooLock._best_effort_cleanup = _retried_cleanup
 
 out = threading.Lock()
 
@@ -43,8 +72,20 @@ for line in sys.stdin:
             if "LOCKCHAOS_KAZOO_NO_LISTENER" not in os.environ:
                 zk.add_listener(on_state)
             zk.start(timeout=15)
-            lock = zk.Lock("/lockchaos-kazoo/" + m["lock"], "client-%d" % m["client"])
+            path, ident = "/lockchaos-kazoo/" + m["lock"], "client-%d" % m["client"]
+            lock = zk.Lock(path, ident)
             send({"in_reply_to": rid, "type": "init_ok", "name": "kazoo %s Lock" % kazoo.version.__version__})
+        elif kind == "acquire" and NONBLOCKING:
+            deadline = time.monotonic() + m["timeout_ms"] / 1000.0
+            while True:
+                attempt = zk.Lock(path, ident)
+                if attempt.acquire(blocking=False):
+                    lock = attempt
+                    break
+                if time.monotonic() >= deadline:
+                    raise LockTimeout("lock busy at every non-blocking try")
+                time.sleep(0.02)
+            send({"in_reply_to": rid, "type": "ok", "validity_ms": 0, "ttl_ms": 0})
         elif kind == "acquire":
             lock.acquire(timeout=m["timeout_ms"] / 1000.0)
             # ZooKeeper locks have no TTL: the lock is held until release or session loss.

@@ -37,3 +37,28 @@ func init() {
 		"zk-leader-kill": na("a ZooKeeper scenario"),
 	})
 }
+
+// redsync-valid and redsync-valid-until: redsync whose holder checks Mutex.Valid() before it
+// writes, alone or followed by Until (algorithms/redsync.go; docs/examples/redsync-72.yaml is
+// where they differ: go-redsync/redsync #72). In the catalogue they behave as redsync: measured
+// with seed 1, each cell as redsync's (restart and clock-jump without redsync's longer variant,
+// unsafe all the same). Under partition Valid's GETs time out, so both skip the late write.
+func init() {
+	for _, alg := range []string{"redsync-valid", "redsync-valid-until"} {
+		Expect(alg, map[string]string{
+			"baseline":       "S",
+			"client-crash":   "S: the crashed holder's keys expire",
+			"client-pause":   "Uc: Kleppmann's GC pause; no check helps a client that is stopped after it",
+			"clock-skew":     "S",
+			"slow-release":   "S: the release script deletes only our token",
+			"failover":       na("Redlock uses independent masters, no replication to fail over"),
+			"restart":        "Us: Kleppmann — a node of the bare majority restarts empty",
+			"clock-jump":     "Us: Kleppmann — a node of the bare majority jumps its clock",
+			"partition":      "S: Valid's GETs to the cut-off masters time out, so the holder skips its late write",
+			"latency":        "S: a slow minority is outvoted",
+			"getset-race":    na("the race is GETSET's own"),
+			"node-kill":      "S: four of five masters keep a majority",
+			"zk-leader-kill": na("a ZooKeeper scenario"),
+		})
+	}
+}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -156,6 +158,56 @@ func TestShippedClients(t *testing.T) {
 			if code != exitValid {
 				t.Errorf("exit %d, want 0 for --expect %s: %s %s", code, c.expect, stdout, stderr)
 			}
+		})
+	}
+}
+
+// TestPublishedFailures runs the published failures of the shipped libraries that
+// docs/examples reproduces (README "Published failures"), each beside the library with the fix
+// patched in under the same schedule: kazoo #732 (a non-blocking acquire that loses its cleanup
+// delete leaves its node: stuck; PR #760's retried cleanup: safe) and redis-py PR #4258 (a
+// release retried after a lost round trip is refused, the key without expiry stays: stuck; the
+// PR's token-preserving release: safe), and CURATOR-604 (Curator's own injected session
+// expiration lets its new session take the old session's node: unsafe). Each cell must give the verdict the file expects (exit 0
+// with --expect; a safe one with evidence ok) in one of up to three seeds (timing on a shared
+// machine is noisy); every run is logged. Real ZooKeeper and Redis, Debian's python3-kazoo,
+// python3-redis and Curator (make clients). About 35 s.
+func TestPublishedFailures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	cases := []struct{ file, scenario, alg, verdict string }{
+		{"kazoo-732.yaml", "kazoo-732", "kazoo-nonblocking", "stuck"},
+		{"kazoo-732.yaml", "kazoo-732", "kazoo-nonblocking-pr760", "safe"},
+		{"redis-py-4258.yaml", "redis-py-4258", "redis-py-no-timeout", "stuck"},
+		{"redis-py-4258.yaml", "redis-py-4258", "redis-py-no-timeout-pr4258", "safe"},
+		// CURATOR-604: unsafe 9 of 10 here (a race; the file's expectation is U, either class).
+		{"curator-604.yaml", "curator-604", "curator", "unsafe"},
+	}
+	for _, c := range cases {
+		t.Run(c.alg+"/"+c.scenario, func(t *testing.T) {
+			file := filepath.Join("..", "..", "docs", "examples", c.file)
+			var misses []string
+			for seed := 1; seed <= 3; seed++ {
+				out := t.TempDir()
+				code, stdout, stderr := lockchaos(t, "run", "--scenario-file", file, "--scenario", c.scenario,
+					"--algorithm", c.alg, "--seed", strconv.Itoa(seed), "--out", out, "--expect", c.verdict, "--quiet")
+				skipWithoutProcessClient(t, code, stderr)
+				var res struct {
+					Verdict  string `json:"verdict"`
+					Evidence string `json:"evidence"`
+				}
+				b, err := os.ReadFile(filepath.Join(out, c.scenario, c.alg, "result.json"))
+				if err == nil {
+					err = json.Unmarshal(b, &res)
+				}
+				t.Logf("seed %d: exit %d, %s (%s) %s", seed, code, res.Verdict, res.Evidence, strings.TrimSpace(stderr))
+				if err == nil && code == exitValid && res.Verdict == c.verdict && (c.verdict != "safe" || res.Evidence == "ok") {
+					return
+				}
+				misses = append(misses, fmt.Sprintf("seed %d: exit %d, %q (%s), err %v: %s", seed, code, res.Verdict, res.Evidence, err, stdout))
+			}
+			t.Errorf("%s × %s, want %s as the file expects, missed %d times: %v", c.alg, c.scenario, c.verdict, len(misses), misses)
 		})
 	}
 }

@@ -46,6 +46,14 @@ func TestGoLibraries(t *testing.T) {
 		{"zk-lock", "go-zookeeper-20", "unsafe-client", "../../docs/examples/go-zookeeper-20.yaml"},
 		// A finding: the recipe leaves its node when Unlock or Lock loses its connection.
 		{"zk-lock", "node-kill", "stuck", ""},
+		// go-redsync/redsync #72: Valid() vouches for an expired lock when its GET replies come
+		// late; Valid() then Until (the check #72 asks for) skips the write.
+		{"redsync-valid", "redsync-72", "unsafe-client", "../../docs/examples/redsync-72.yaml"},
+		{"redsync-valid-until", "redsync-72", "safe", "../../docs/examples/redsync-72.yaml"},
+		// etcd-io/etcd #22082: a failed Unlock retried after the same session locked again deletes
+		// the newer lock; the retry fenced by the create revision (PR #22115) deletes nothing.
+		{"etcd-unlock-retry", "etcd-22082", "unsafe-service", "../../docs/examples/etcd-22082.yaml"},
+		{"etcd-unlock-retry-fenced", "etcd-22082", "safe", "../../docs/examples/etcd-22082.yaml"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.alg+"×"+tc.scenario, func(t *testing.T) {
