@@ -144,6 +144,12 @@ func TestShippedClients(t *testing.T) {
 		{"kazoo", "client-pause", "unsafe-client"},
 		{"curator", "baseline", "safe"},
 		{"curator", "client-pause", "unsafe-client"},
+		// The API alone: the holder is never told its session expired (CURATOR-206, and kazoo's
+		// "Understanding Kazoo States").
+		{"kazoo-bare", "baseline", "safe"},
+		{"kazoo-bare", "partition", "unsafe-client"},
+		{"curator-bare", "baseline", "safe"},
+		{"curator-bare", "partition", "unsafe-client"},
 		{"psycopg2-advisory", "baseline", "safe"},
 		{"psycopg2-advisory", "pgbouncer-transaction", "unsafe-service"},
 		// The crashed process's connection closes and the server hands its lock on: safe, with
