@@ -9,7 +9,8 @@ import (
 
 // The cluster is two layers (DESIGN.md §1, §3):
 //
-//	topo (topo.go, endpoints.go, control.go, redis.go, sentinel.go, zookeeper.go, etcd.go)
+//	topo (topo.go, endpoints.go, control.go; topology.go, the registry that each topology's
+//	  file, redis.go, sentinel.go, zookeeper.go, etcd.go, ..., adds itself to)
 //	  which servers, their config, the proxies, endpoints, links, master and leader lookup
 //	   │
 //	   ▼
@@ -34,6 +35,16 @@ type backend interface {
 	runID() string
 	// close frees what the run holds once its nodes are closed: the run dir, the containers.
 	close() error
+	// remoteLinks makes the run's proxies on toxiproxy-servers next to the nodes, when the
+	// backend's client links are there (external); nil: they are the harness's embedded proxies.
+	remoteLinks() *remoteProxies
+	// control runs a process fault ("kill", "restart", "pause", "resume") on n the backend's own
+	// way (external: the cluster file's commands); false: the node does it through its machine.
+	control(ctx context.Context, n *node, ctl string) (bool, error)
+	// restore brings back what the run's process faults left killed or paused, before Close
+	// removes the run's data (external: the servers are someone else's); nothing for backends
+	// whose Close stops every server anyway.
+	restore(ctx context.Context) error
 }
 
 // machine runs one node's server. The node's lock is held around every call.

@@ -11,7 +11,8 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 )
 
-// Topologies (DESIGN.md §3).
+// Topologies (DESIGN.md §3). Each registers itself from its own file (registerTopology): redis.go,
+// sentinel.go, zookeeper.go.
 const (
 	RedisSingle   = "redis-single"   // one redis-server
 	RedisMulti    = "redis-multi"    // N independent masters (Redlock)
@@ -19,7 +20,8 @@ const (
 	ZooKeeper     = "zookeeper"      // 1 or 3 ZooKeeper servers
 )
 
-// Topologies lists every topology name.
+// Topologies lists every topology name: these four first, in the order listings have always shown
+// them, then the others in the order they registered (registerTopology).
 var Topologies = []string{RedisSingle, RedisMulti, RedisSentinel, ZooKeeper}
 
 // Backends.

@@ -1,19 +1,16 @@
 package cluster
 
-import (
-	"context"
-	"fmt"
-)
+import "context"
 
 // Kill stops the node with SIGKILL and waits until it is gone (docker: kills the container, which
 // stays, so its logs can be read, until Restart replaces it or Close removes it; external: runs
 // the node's kill command).
 func (c *topo) Kill(ctx context.Context, name string) error {
-	if b, ok := c.be.(*external); ok {
-		return c.control(ctx, b, name, "kill")
-	}
 	n, err := c.node(name)
 	if err != nil {
+		return err
+	}
+	if done, err := c.be.control(ctx, n, "kill"); done {
 		return err
 	}
 	n.kill(false)
@@ -27,11 +24,11 @@ func (c *topo) Kill(ctx context.Context, name string) error {
 // since an empty member rejoining would be a different fault (lost disk) that ZooKeeper does not
 // claim to survive. External: runs the node's restart command, then waits until it answers.
 func (c *topo) Restart(ctx context.Context, name string) error {
-	if b, ok := c.be.(*external); ok {
-		return c.control(ctx, b, name, "restart")
-	}
 	n, err := c.node(name)
 	if err != nil {
+		return err
+	}
+	if done, err := c.be.control(ctx, n, "restart"); done {
 		return err
 	}
 	return n.restart(ctx)
@@ -40,11 +37,11 @@ func (c *topo) Restart(ctx context.Context, name string) error {
 // Pause stops the node's process group with SIGSTOP (docker pause: every process in the
 // container stops; external: the node's pause command).
 func (c *topo) Pause(ctx context.Context, name string) error {
-	if b, ok := c.be.(*external); ok {
-		return c.control(ctx, b, name, "pause")
-	}
 	n, err := c.node(name)
 	if err != nil {
+		return err
+	}
+	if done, err := c.be.control(ctx, n, "pause"); done {
 		return err
 	}
 	return n.pause(true)
@@ -52,38 +49,12 @@ func (c *topo) Pause(ctx context.Context, name string) error {
 
 // Resume continues a paused node (SIGCONT; docker unpause; external: the resume command).
 func (c *topo) Resume(ctx context.Context, name string) error {
-	if b, ok := c.be.(*external); ok {
-		return c.control(ctx, b, name, "resume")
-	}
 	n, err := c.node(name)
 	if err != nil {
 		return err
 	}
+	if done, err := c.be.control(ctx, n, "resume"); done {
+		return err
+	}
 	return n.pause(false)
-}
-
-// Master returns the current master: for redis-sentinel as the first sentinel that answers says,
-// for the other redis topologies the first node.
-func (c *topo) Master(ctx context.Context) (string, error) {
-	if l, ok, err := c.extraLeader(ctx); ok {
-		return l, err
-	}
-	switch c.spec.Topology {
-	case RedisSentinel:
-		return c.sentinelMaster(ctx)
-	case ZooKeeper:
-		return "", fmt.Errorf("topology %s has no master (use Leader)", ZooKeeper)
-	}
-	return c.data[0].Name, nil
-}
-
-// Leader returns the ZooKeeper member whose srvr reports Mode: leader (or standalone).
-func (c *topo) Leader(ctx context.Context) (string, error) {
-	if l, ok, err := c.extraLeader(ctx); ok {
-		return l, err
-	}
-	if c.spec.Topology != ZooKeeper {
-		return "", fmt.Errorf("topology %s has no leader (only %s)", c.spec.Topology, ZooKeeper)
-	}
-	return c.zkLeader(ctx)
 }

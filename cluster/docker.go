@@ -50,11 +50,7 @@ func prepareDocker(ctx context.Context, spec Spec) (Spec, func(context.Context) 
 	} else if n > 0 && spec.Log != nil {
 		fmt.Fprintf(spec.Log, "lockchaos: removed %d containers and networks left by killed runs\n", n)
 	}
-	image := spec.RedisImage
-	if spec.Topology == ZooKeeper {
-		image = spec.ZooKeeperImage
-	}
-	if err := checkImage(pool, image); err != nil {
+	if err := checkImage(pool, topologyRegistry[spec.Topology].image(spec)); err != nil {
 		return spec, nil, err
 	}
 	return spec, func(ctx context.Context) (backend, error) { return openDocker(ctx, spec, pool) }, nil
@@ -95,6 +91,11 @@ func (b *docker) prefix() string { return "lockchaos-" + b.id }
 func (b *docker) name() string   { return Docker }
 func (b *docker) runID() string  { return b.id }
 func (b *docker) ports(Kind) int { return 1 }
+
+// The docker backend's links are embedded proxies, and its nodes' machines run process faults.
+func (b *docker) remoteLinks() *remoteProxies                          { return nil }
+func (b *docker) control(context.Context, *node, string) (bool, error) { return false, nil }
+func (b *docker) restore(context.Context) error                        { return nil }
 
 // Ports inside the containers: the servers' defaults, as the official images expect.
 const (

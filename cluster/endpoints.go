@@ -15,11 +15,9 @@ func (c *topo) buildEndpoints(ctx context.Context) error {
 	all := append(append([]*node{}, c.data...), c.sents...)
 	mk := func(cl int) (Endpoints, error) {
 		e := Endpoints{}
-		if c.spec.Topology == RedisSentinel {
-			e.MasterName = c.masterName()
+		if fill := topologyRegistry[c.spec.Topology].endpoints; fill != nil {
+			fill(c, &e)
 		}
-		e.Cluster = c.spec.Topology == RedisCluster
-		e.MultiHost = extraTopologies[c.spec.Topology].multiHost
 		route := map[string]string{}
 		for _, n := range all {
 			addr := n.Addr
@@ -119,19 +117,14 @@ func (c *topo) Link(cl int, node string) (*toxiproxy.Proxy, error) {
 	return p, nil
 }
 
-// ReplicationLink returns the proxy the replica reaches the master through (redis-sentinel).
+// ReplicationLink returns the proxy the replica reaches the master through, on the node its
+// topology names (redis-sentinel, redis-cluster, postgres-standby).
 func (c *topo) ReplicationLink() (*toxiproxy.Proxy, error) {
-	if n, ok, err := c.extraReplication(); ok {
-		if err != nil {
-			return nil, err
-		}
-		p, _, _ := c.px.get(linkKey{0, n})
-		return p, nil
+	n, err := c.replicationNode()
+	if err != nil {
+		return nil, err
 	}
-	if c.spec.Topology != RedisSentinel {
-		return nil, fmt.Errorf("topology %s has no replication link (only %s)", c.spec.Topology, RedisSentinel)
-	}
-	p, _, _ := c.px.get(linkKey{0, c.replMaster})
+	p, _, _ := c.px.get(linkKey{0, n})
 	return p, nil
 }
 

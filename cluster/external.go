@@ -69,6 +69,8 @@ func (b *external) replicationListen() (string, error) {
 
 func (b *external) close() error { return nil }
 
+func (b *external) remoteLinks() *remoteProxies { return newRemoteProxies(b.file, b.id) }
+
 // externalNode is someone else's server: lockchaos neither starts nor stops it.
 type externalNode struct{ started bool }
 

@@ -116,27 +116,24 @@ func tail(s string, max int) string {
 }
 
 // control runs a process fault's command on an external node: kill, restart (then waits until
-// the server answers again), pause or resume.
-func (c *topo) control(ctx context.Context, b *external, name, ctl string) error {
-	n, err := c.node(name)
-	if err != nil {
-		return err
-	}
+// the server answers again), pause or resume. It always handles the fault: the external
+// backend's machines can do none.
+func (b *external) control(ctx context.Context, n *node, ctl string) (bool, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
-		return fmt.Errorf("%s: %w", n.Name, errSpawnerClosed)
+		return true, fmt.Errorf("%s: %w", n.Name, errSpawnerClosed)
 	}
-	if err := b.runCommand(ctx, name, ctl); err != nil {
-		return err
+	if err := b.runCommand(ctx, n.Name, ctl); err != nil {
+		return true, err
 	}
-	b.noteLeft(name, ctl)
+	b.noteLeft(n.Name, ctl)
 	if ctl != "restart" {
-		return nil
+		return true, nil
 	}
 	n.restarted = true
 	if err := n.waitReady(ctx); err != nil {
-		return fmt.Errorf("%s (%s) after its restart command: %w", n.Name, n.Addr, err)
+		return true, fmt.Errorf("%s (%s) after its restart command: %w", n.Name, n.Addr, err)
 	}
-	return nil
+	return true, nil
 }

@@ -55,6 +55,11 @@ func (b *local) machine(n *node) machine {
 
 func (b *local) replicationListen() (string, error) { return "127.0.0.1:0", nil }
 
+// The local backend's links are embedded proxies, and its nodes' machines run process faults.
+func (b *local) remoteLinks() *remoteProxies                          { return nil }
+func (b *local) control(context.Context, *node, string) (bool, error) { return false, nil }
+func (b *local) restore(context.Context) error                        { return nil }
+
 // close runs after every process is dead: ends the spawner's thread and removes the run dir.
 func (b *local) close() error {
 	b.sp.stop()

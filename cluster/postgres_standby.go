@@ -37,7 +37,7 @@ func init() {
 		replication:  func(c *topo, _ context.Context) (string, error) { return c.replMaster, nil },
 		failover:     (*topo).pgFailover,
 		killSessions: pgKillSessions,
-		multiHost:    true,
+		endpoints:    func(_ *topo, e *Endpoints) { e.MultiHost = true },
 	})
 }
 

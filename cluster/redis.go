@@ -6,6 +6,51 @@ import (
 	"time"
 )
 
+// redisServerBin is Debian's redis-server (a variable so a test or a packager can point elsewhere).
+var redisServerBin = "redis-server"
+
+// DefaultRedisMultiNodes is the number of redis-multi masters when Spec.Nodes is 0.
+const DefaultRedisMultiNodes = 5
+
+// redisNeeds is what redis-single and redis-multi need: redis-server, from Debian's redis-server.
+func redisNeeds() []Requirement { return []Requirement{checkCommand(redisServerBin, "redis-server")} }
+
+// redisDoctor is redisNeeds with redis-server's version, for doctor.
+func redisDoctor() []Requirement {
+	return []Requirement{withVersion(checkCommand(redisServerBin, "redis-server"), redisVersion)}
+}
+
+// redisImage is the docker image of every redis topology's servers.
+func redisImage(s Spec) string { return s.RedisImage }
+
+// firstNode names the first data node: the master of redis-single, and redis-multi's (each of its
+// nodes is a master; the faults' "master" selector picks redis-1).
+func firstNode(c *topo, _ context.Context) (string, error) { return c.data[0].Name, nil }
+
+func init() {
+	registerTopology(RedisSingle, topology{
+		nodes:  func(int) (int, error) { return 1, nil }, // Spec.Nodes is ignored
+		needs:  redisNeeds,
+		doctor: redisDoctor,
+		image:  redisImage,
+		start:  (*topo).startRedisMasters,
+		master: firstNode,
+	})
+	registerTopology(RedisMulti, topology{
+		nodes: func(n int) (int, error) {
+			if n == 0 {
+				return DefaultRedisMultiNodes, nil
+			}
+			return n, nil
+		},
+		needs:  redisNeeds,
+		doctor: redisDoctor,
+		image:  redisImage,
+		start:  (*topo).startRedisMasters,
+		master: firstNode,
+	})
+}
+
 // redisConfig is what every redis-server of a run shares: loopback only, nothing on disk (a
 // restart is empty, DESIGN.md §4), and the original argv kept as the process title so the
 // config path in the run dir stays visible in /proc/PID/cmdline (tests find leaked servers by it).

@@ -48,6 +48,7 @@ func init() {
 		leader:      (*topo).redisClusterMaster,
 		replication: (*topo).redisClusterMaster,
 		failover:    (*topo).redisClusterFailover,
+		endpoints:   func(_ *topo, e *Endpoints) { e.Cluster = true },
 	})
 }
 

@@ -21,14 +21,7 @@ type Requirement struct {
 func Requirements(backend string) []Requirement {
 	switch backend {
 	case Local, "":
-		return append([]Requirement{
-			withVersion(checkCommand(redisServerBin, "redis-server"), redisVersion),
-			withVersion(checkCommand(redisSentinelBin, "redis-sentinel"), redisVersion),
-			withVersion(checkCommand(javaBin, "default-jre-headless"), javaVersion),
-			withVersion(checkFile(zookeeperJar, "zookeeper"), jarVersion),
-			withVersion(checkFile(slf4jAPIJar, "libslf4j-java"), jarVersion),
-			withVersion(checkFile(slf4jSimpleJar, "libslf4j-java"), jarVersion),
-		}, extraRequirements()...)
+		return allRequirements()
 	case External:
 		return nil // the servers are someone else's
 	case Docker:

@@ -8,6 +8,30 @@ import (
 	"time"
 )
 
+// redisSentinelBin is Debian's redis-sentinel (a variable so a test or a packager can point
+// elsewhere).
+var redisSentinelBin = "redis-sentinel"
+
+func init() {
+	registerTopology(RedisSentinel, topology{
+		nodes: func(int) (int, error) { return 2, nil }, // the master and its replica; Spec.Nodes is ignored
+		needs: func() []Requirement {
+			return []Requirement{checkCommand(redisServerBin, "redis-server"), checkCommand(redisSentinelBin, "redis-sentinel")}
+		},
+		doctor: func() []Requirement {
+			return []Requirement{
+				withVersion(checkCommand(redisServerBin, "redis-server"), redisVersion),
+				withVersion(checkCommand(redisSentinelBin, "redis-sentinel"), redisVersion),
+			}
+		},
+		image:       redisImage,
+		start:       (*topo).startSentinelTopology,
+		master:      (*topo).sentinelMaster,
+		replication: func(c *topo, _ context.Context) (string, error) { return c.replMaster, nil },
+		endpoints:   func(c *topo, e *Endpoints) { e.MasterName = c.masterName() },
+	})
+}
+
 // sentinelMasterName is the name the sentinels monitor the master under (Endpoints.MasterName).
 const sentinelMasterName = "lockchaos"
 

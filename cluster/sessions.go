@@ -21,7 +21,7 @@ var ErrNoSessions = fmt.Errorf("lockchaos: topology cannot end sessions")
 
 // KillSessions implements SessionKiller for the topologies that registered a way to do it.
 func (c *topo) KillSessions(ctx context.Context, client int) (int, error) {
-	t, ok := extraTopologies[c.spec.Topology]
+	t, ok := topologyRegistry[c.spec.Topology]
 	if !ok || t.killSessions == nil {
 		return 0, fmt.Errorf("%w: %s (session-kill runs on postgres, postgres-pgbouncer, mariadb)", ErrNoSessions, c.spec.Topology)
 	}
@@ -31,6 +31,6 @@ func (c *topo) KillSessions(ctx context.Context, client int) (int, error) {
 // CanKillSessions reports whether topology's servers can end a client's sessions, for the
 // checks made before a run starts.
 func CanKillSessions(topology string) bool {
-	t, ok := extraTopologies[topology]
+	t, ok := topologyRegistry[topology]
 	return ok && t.killSessions != nil
 }

@@ -10,9 +10,7 @@ import (
 
 // Defaults for Spec fields left zero.
 const (
-	DefaultRedisMultiNodes = 5
-	DefaultZooKeeperNodes  = 3
-	DefaultZKTickTime      = 200 * time.Millisecond
+	DefaultZKTickTime = 200 * time.Millisecond
 )
 
 // normalize fills defaults and rejects specs that cannot work, naming the field and the fix.
@@ -32,26 +30,9 @@ func (s Spec) normalize() (Spec, error) {
 	if s.Nodes < 0 {
 		return s, fmt.Errorf("%w: nodes is %d (use 1 or more, or 0 for the default)", ErrBadSpec, s.Nodes)
 	}
-	switch s.Topology {
-	case RedisSingle:
-		s.Nodes = 1
-	case RedisSentinel:
-		s.Nodes = 2
-	case RedisMulti:
-		if s.Nodes == 0 {
-			s.Nodes = DefaultRedisMultiNodes
-		}
-	case ZooKeeper:
-		if s.Nodes == 0 {
-			s.Nodes = DefaultZooKeeperNodes
-		}
-		if s.Nodes%2 == 0 {
-			return s, fmt.Errorf("%w: zookeeper with %d nodes (use an odd number: 1 or 3)", ErrBadSpec, s.Nodes)
-		}
-	}
 	if s.SessionIdleTimeout != 0 {
 		switch {
-		case !extraTopologies[s.Topology].idleTimeout:
+		case !topologyRegistry[s.Topology].idleTimeout:
 			return s, fmt.Errorf("%w: a session idle timeout on topology %s: its servers have no sessions to time out (leave server_idle_timeout out)", ErrBadSpec, s.Topology)
 		case s.Backend == External:
 			return s, fmt.Errorf("%w: a session idle timeout on the external backend: its servers' settings are their owner's (leave server_idle_timeout out)", ErrBadSpec)
@@ -59,7 +40,7 @@ func (s Spec) normalize() (Spec, error) {
 			return s, fmt.Errorf("%w: session idle timeout %v (use at least 1ms)", ErrBadSpec, s.SessionIdleTimeout)
 		}
 	}
-	s, err := normalizeExtra(s)
+	s, err := normalizeTopology(s)
 	if err != nil {
 		return s, err
 	}

@@ -96,14 +96,12 @@ func startTopo(ctx context.Context, spec Spec, open func(context.Context) (backe
 			c.Close()
 		}
 	}()
-	if b, ok := be.(*external); ok {
-		c.rp = newRemoteProxies(b.file, b.id)
-	}
+	c.rp = be.remoteLinks()
 	switch {
 	case c.rp != nil:
 		err = c.startExternal(ctx)
 	default:
-		err = c.startSeed(ctx)
+		err = c.startServers(ctx)
 	}
 	if err != nil {
 		return nil, err
@@ -113,21 +111,6 @@ func startTopo(ctx context.Context, spec Spec, open func(context.Context) (backe
 		return nil, err
 	}
 	return c, nil
-}
-
-// startSeed starts the servers of the local and docker backends.
-func (c *topo) startSeed(ctx context.Context) (err error) {
-	switch c.spec.Topology {
-	case RedisSingle, RedisMulti:
-		err = c.startRedisMasters(ctx)
-	case RedisSentinel:
-		err = c.startSentinelTopology(ctx)
-	case ZooKeeper:
-		err = c.startZooKeeper(ctx)
-	default:
-		err = c.startExtra(ctx)
-	}
-	return err
 }
 
 // newNode makes a node of the backend on ports (from portsFor).

@@ -3,20 +3,33 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
-// topology is a topology that plugs itself in from its own file (etcd.go) instead of a case in
-// each of the seed topologies' switches (normalize, checkBinaries, startTopo, Leader). It runs
-// on the local backend only (server.argv).
+// topology is everything the cluster layer decides by topology, registered from the topology's
+// own file (redis.go, sentinel.go, zookeeper.go, etcd.go, ...) with registerTopology: adding a
+// topology is adding a file, with no case to add in a switch elsewhere.
 type topology struct {
 	// nodes validates Spec.Nodes and returns it with its default filled in.
 	nodes func(n int) (int, error)
-	// needs lists what this machine must have (the servers' binaries), for Start and doctor.
+	// needs lists what this machine must have (the servers' binaries), checked by every local
+	// Start.
 	needs func() []Requirement
-	// start adds and launches the data nodes.
+	// doctor lists what lockchaos doctor reports for the topology, with versions; nil: needs.
+	// Redis and ZooKeeper keep it apart from needs so that a Start does not pay for `java
+	// -version`, and so that doctor may report what a start can do without (slf4j-simple).
+	doctor func() []Requirement
+	// image returns the docker backend's image for the topology's servers; nil when the
+	// topology has no image and runs on the local backend only (server.argv).
+	image func(s Spec) string
+	// start adds and launches the data nodes (local and docker backends; the external backend's
+	// nodes come from its cluster file).
 	start func(c *topo, ctx context.Context) error
-	// leader names the node that leads now; nil when the topology has none.
+	// master names the node that takes writes now (Master, and the faults' "master" selector);
+	// nil: the leader.
+	master func(c *topo, ctx context.Context) (string, error)
+	// leader names the node that leads now (Leader); nil when the topology has none.
 	leader func(c *topo, ctx context.Context) (string, error)
 	// replication names the node whose replication link (linkKey{0, node}) the failover fault
 	// cuts; nil when the topology has none.
@@ -29,28 +42,33 @@ type topology struct {
 	killSessions func(c *topo, ctx context.Context, client int) (int, error)
 	// idleTimeout is true when the servers take Spec.SessionIdleTimeout.
 	idleTimeout bool
-	// multiHost sets Endpoints.MultiHost: clients connect to whichever data node takes writes.
-	multiHost bool
+	// endpoints fills what a client needs beyond the nodes' addresses (redis-sentinel: the
+	// master's name; redis-cluster: Endpoints.Cluster; postgres-standby: Endpoints.MultiHost);
+	// nil when it needs nothing more.
+	endpoints func(c *topo, e *Endpoints)
 }
 
-var extraTopologies = map[string]topology{}
+// topologyRegistry holds every topology by name; Topologies lists the names in order.
+var topologyRegistry = map[string]topology{}
 
-// registerTopology adds a topology; call it from init.
+// registerTopology adds a topology; call it from init in the topology's file. A topology not
+// listed yet in Topologies is appended to it, so the others come in the order their files' init
+// runs (by file name).
 func registerTopology(name string, t topology) {
-	if _, dup := extraTopologies[name]; dup {
+	if _, dup := topologyRegistry[name]; dup {
 		panic("cluster: duplicate topology " + name)
 	}
-	extraTopologies[name] = t
-	Topologies = append(Topologies, name)
+	topologyRegistry[name] = t
+	if !slices.Contains(Topologies, name) {
+		Topologies = append(Topologies, name)
+	}
 }
 
-// normalizeExtra fills and checks the fields of a spec whose topology registered itself.
-func normalizeExtra(s Spec) (Spec, error) {
-	t, ok := extraTopologies[s.Topology]
-	if !ok {
-		return s, nil
-	}
-	if s.Backend != "" && s.Backend != Local && s.Backend != External {
+// normalizeTopology fills and checks the fields of a spec that its topology decides: the backends
+// it runs on and its number of nodes.
+func normalizeTopology(s Spec) (Spec, error) {
+	t := topologyRegistry[s.Topology]
+	if t.image == nil && s.Backend != Local && s.Backend != External {
 		return s, fmt.Errorf("%w: topology %s runs on the local backend only (use --backend local)", ErrBadSpec, s.Topology)
 	}
 	n, err := t.nodes(s.Nodes)
@@ -61,26 +79,30 @@ func normalizeExtra(s Spec) (Spec, error) {
 	return s, nil
 }
 
-// extraRequirements lists what the registered topologies need, for doctor.
-func extraRequirements() []Requirement {
+// allRequirements lists what every topology needs, for doctor, each thing once, in the order of
+// Topologies.
+func allRequirements() []Requirement {
 	var out []Requirement
 	seen := map[string]bool{}
 	for _, name := range Topologies {
-		if t, ok := extraTopologies[name]; ok {
-			for _, r := range t.needs() {
-				if !seen[r.Name] { // postgres-pgbouncer needs postgres's binaries too
-					seen[r.Name] = true
-					out = append(out, r)
-				}
+		t := topologyRegistry[name]
+		list := t.doctor
+		if list == nil {
+			list = t.needs
+		}
+		for _, r := range list() {
+			if !seen[r.Name] { // redis-multi needs redis-single's redis-server, postgres-pgbouncer postgres's binaries
+				seen[r.Name] = true
+				out = append(out, r)
 			}
 		}
 	}
 	return out
 }
 
-// extraBinaries returns an ErrMissingBinary error naming the first missing piece and its fix.
-func extraBinaries(topology string) error {
-	t, ok := extraTopologies[topology]
+// checkBinaries returns an ErrMissingBinary error naming the first missing piece and its fix.
+func checkBinaries(topology string) error {
+	t, ok := topologyRegistry[topology]
 	if !ok {
 		return nil
 	}
@@ -92,52 +114,56 @@ func extraBinaries(topology string) error {
 	return nil
 }
 
-// startExtra starts a registered topology's nodes.
-func (c *topo) startExtra(ctx context.Context) error {
-	t, ok := extraTopologies[c.spec.Topology]
+// startServers starts the topology's servers on the local or docker backend.
+func (c *topo) startServers(ctx context.Context) error {
+	t, ok := topologyRegistry[c.spec.Topology]
 	if !ok {
 		return fmt.Errorf("%w: no starter for topology %s", ErrBadSpec, c.spec.Topology)
 	}
-	if c.be.name() != Local {
+	if c.be.name() != Local && t.image == nil {
 		return fmt.Errorf("%w: topology %s has no docker images (use --backend local)", ErrBadSpec, c.spec.Topology)
 	}
 	return t.start(c, ctx)
 }
 
-// extraLeader returns the leader of a registered topology; ok is false for the seed topologies.
-func (c *topo) extraLeader(ctx context.Context) (leader string, ok bool, err error) {
-	t, found := extraTopologies[c.spec.Topology]
-	if !found {
-		return "", false, nil
+// Master returns the node that takes writes now, as its topology finds it.
+func (c *topo) Master(ctx context.Context) (string, error) {
+	t := topologyRegistry[c.spec.Topology]
+	switch {
+	case t.master != nil:
+		return t.master(c, ctx)
+	case t.leader != nil:
+		return t.leader(c, ctx)
 	}
+	return "", fmt.Errorf("topology %s has no master", c.spec.Topology)
+}
+
+// Leader returns the node that leads now (the ZooKeeper member whose srvr reports Mode: leader
+// or standalone, the etcd leader, the one SQL server, ...), as its topology finds it.
+func (c *topo) Leader(ctx context.Context) (string, error) {
+	t := topologyRegistry[c.spec.Topology]
 	if t.leader == nil {
-		return "", true, fmt.Errorf("topology %s has no leader", c.spec.Topology)
+		return "", fmt.Errorf("topology %s has no leader", c.spec.Topology)
 	}
-	leader, err = t.leader(c, ctx)
-	return leader, true, err
+	return t.leader(c, ctx)
 }
 
 // Failover fails master over: the topology's own way when it registered one, else a kill for
 // good (redis-sentinel: Sentinel then promotes the replica by itself).
 func (c *topo) Failover(ctx context.Context, master string) error {
-	if t, ok := extraTopologies[c.spec.Topology]; ok && t.failover != nil {
+	if t := topologyRegistry[c.spec.Topology]; t.failover != nil {
 		return t.failover(c, ctx, master)
 	}
 	return c.Kill(ctx, master)
 }
 
-// extraReplication returns the replication link's node of a registered topology; ok is false for
-// the seed topologies.
-func (c *topo) extraReplication() (node string, ok bool, err error) {
-	t, found := extraTopologies[c.spec.Topology]
-	if !found {
-		return "", false, nil
-	}
+// replicationNode returns the node whose replication link the failover fault cuts.
+func (c *topo) replicationNode() (string, error) {
+	t := topologyRegistry[c.spec.Topology]
 	if t.replication == nil {
-		return "", true, fmt.Errorf("topology %s has no replication link", c.spec.Topology)
+		return "", fmt.Errorf("topology %s has no replication link", c.spec.Topology)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	node, err = t.replication(c, ctx)
-	return node, true, err
+	return t.replication(c, ctx)
 }

@@ -9,6 +9,51 @@ import (
 	"time"
 )
 
+// Where the local backend finds ZooKeeper (Debian packages zookeeper, libslf4j-java,
+// default-jre-headless). Variables so a test or a packager can point elsewhere.
+var (
+	javaBin        = "java"
+	zookeeperJar   = "/usr/share/java/zookeeper.jar"
+	slf4jSimpleJar = "/usr/share/java/slf4j-simple.jar"
+	slf4jAPIJar    = "/usr/share/java/slf4j-api.jar"
+)
+
+// DefaultZooKeeperNodes is the size of an ensemble when Spec.Nodes is 0.
+const DefaultZooKeeperNodes = 3
+
+func init() {
+	registerTopology(ZooKeeper, topology{
+		nodes: func(n int) (int, error) {
+			if n == 0 {
+				n = DefaultZooKeeperNodes
+			}
+			if n%2 == 0 {
+				return n, fmt.Errorf("zookeeper with %d nodes (use an odd number: 1 or 3)", n)
+			}
+			return n, nil
+		},
+		// A start checks what the servers cannot run without; slf4j-simple, which only their
+		// logging uses, doctor reports.
+		needs: func() []Requirement {
+			return []Requirement{checkCommand(javaBin, "default-jre-headless"), checkFile(zookeeperJar, "zookeeper"), checkFile(slf4jAPIJar, "libslf4j-java")}
+		},
+		doctor: func() []Requirement {
+			return []Requirement{
+				withVersion(checkCommand(javaBin, "default-jre-headless"), javaVersion),
+				withVersion(checkFile(zookeeperJar, "zookeeper"), jarVersion),
+				withVersion(checkFile(slf4jAPIJar, "libslf4j-java"), jarVersion),
+				withVersion(checkFile(slf4jSimpleJar, "libslf4j-java"), jarVersion),
+			}
+		},
+		image: func(s Spec) string { return s.ZooKeeperImage },
+		start: (*topo).startZooKeeper,
+		master: func(*topo, context.Context) (string, error) {
+			return "", fmt.Errorf("topology %s has no master (use Leader)", ZooKeeper)
+		},
+		leader: (*topo).zkLeader,
+	})
+}
+
 // zkJVMFlags keep a member small and quick to start on a shared 2-core machine: ZooKeeper needs
 // little heap, C1 only and CDS shorten JVM start-up, serial GC avoids GC threads per core.
 // forceSync=no skips fsync: our faults kill processes, not machines, so the page cache survives

@@ -1,0 +1,30 @@
+package cluster
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestTopologiesRegistered: every listed topology registered itself with what every topology
+// must have, and the listing keeps its order (the four of DESIGN.md §3 first, as lockchaos list
+// has always shown them).
+func TestTopologiesRegistered(t *testing.T) {
+	if len(Topologies) != len(topologyRegistry) {
+		t.Errorf("Topologies %v, registry of %d", Topologies, len(topologyRegistry))
+	}
+	for _, name := range Topologies {
+		tp, ok := topologyRegistry[name]
+		switch {
+		case !ok:
+			t.Errorf("%s is listed but not registered", name)
+		case tp.nodes == nil || tp.needs == nil || tp.start == nil:
+			t.Errorf("%s has no nodes, needs or start", name)
+		case tp.master == nil && tp.leader == nil:
+			t.Errorf("%s has neither master nor leader", name)
+		}
+	}
+	want := []string{RedisSingle, RedisMulti, RedisSentinel, ZooKeeper, Etcd}
+	if !slices.Equal(Topologies[:len(want)], want) {
+		t.Errorf("Topologies = %v, want it to start with %v", Topologies, want)
+	}
+}
