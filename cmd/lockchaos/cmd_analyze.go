@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -31,13 +30,7 @@ func cmdAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if err := parse(fs, args); err != nil {
 		return 0, err
 	}
-	outSet, notHere := false, ""
-	fs.Visit(func(f *flag.Flag) {
-		outSet = outSet || f.Name == "out"
-		if f.Name == "duration" || f.Name == "full" {
-			notHere = f.Name
-		}
-	})
+	outSet, notHere := given(fs, "duration", "full")
 	if notHere != "" {
 		return 0, usagef("analyze runs each scenario as the catalogue sizes it: --%s does not apply", notHere)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -33,13 +32,7 @@ func cmdExplore(ctx context.Context, args []string, stdout, stderr io.Writer) (i
 	if err := parse(fs, args); err != nil {
 		return 0, err
 	}
-	outSet, notHere := false, ""
-	fs.Visit(func(f *flag.Flag) {
-		outSet = outSet || f.Name == "out"
-		if f.Name == "duration" || f.Name == "scenario-file" {
-			notHere = f.Name
-		}
-	})
+	outSet, notHere := given(fs, "duration", "scenario-file")
 	if notHere != "" {
 		return 0, usagef("explore sizes each run itself: --%s does not apply (use --budget and --ttl)", notHere)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -40,13 +39,7 @@ func cmdSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err := parse(fs, args); err != nil {
 		return 0, err
 	}
-	outSet, notHere := false, ""
-	fs.Visit(func(f *flag.Flag) {
-		outSet = outSet || f.Name == "out"
-		if f.Name == "duration" || f.Name == "scenario-file" || f.Name == "full" {
-			notHere = f.Name
-		}
-	})
+	outSet, notHere := given(fs, "duration", "scenario-file", "full")
 	if notHere != "" {
 		return 0, usagef("soak plans its own run: --%s does not apply (use --time, --rate and --faults)", notHere)
 	}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -125,6 +126,18 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 	})
 	return pos, err
+}
+
+// given reports whether --out was given, and the first of refused that was: the common flags a
+// command that plans its own runs (explore, soak, analyze) does not take.
+func given(fs *flag.FlagSet, refused ...string) (outSet bool, notHere string) {
+	fs.Visit(func(f *flag.Flag) {
+		outSet = outSet || f.Name == "out"
+		if notHere == "" && slices.Contains(refused, f.Name) {
+			notHere = f.Name
+		}
+	})
+	return outSet, notHere
 }
 
 func (c *common) validate() error {
