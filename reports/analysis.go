@@ -77,7 +77,10 @@ type analysisRow struct {
 	Evidence string
 }
 
-var urlRE = regexp.MustCompile(`https?://[^\s)>\]"']+`)
+var (
+	urlRE       = regexp.MustCompile(`https?://[^\s)>\]"']+`)
+	emptyParens = regexp.MustCompile(`\s*\(\s*\)`)
+)
 
 // WriteAnalysis writes analysis.html into outDir: per scenario the runs' verdicts against the
 // expectation and why, the findings (unsafe and stuck scenarios) with their first violation, the
@@ -112,6 +115,8 @@ func buildAnalysisPage(cells []Cell, meta AnalysisMeta) *analysisPage {
 			continue
 		}
 		row := analysisRow{AnalysisScenario: s, Anchor: "s-" + s.Name, Links: urlRE.FindAllString(s.Why+" "+s.Reproduces, -1)}
+		// The sources are shown as links under the comment: once is enough.
+		row.Why = strings.TrimSpace(emptyParens.ReplaceAllString(urlRE.ReplaceAllString(s.Why, ""), ""))
 		if runs[0].NA != "" {
 			row.NA, row.Cat = runs[0].NA, catNA
 			p.NA = append(p.NA, row)

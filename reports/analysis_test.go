@@ -48,7 +48,7 @@ func TestWriteAnalysis(t *testing.T) {
 			t.Errorf("analysis.html lacks %q", want)
 		}
 	}
-	for _, unwanted := range []string{"never-ran", `id="f-baseline"`} {
+	for _, unwanted := range []string{"never-ran", `id="f-baseline"`, "the GC pause (https:"} {
 		if strings.Contains(page, unwanted) {
 			t.Errorf("analysis.html has %q", unwanted)
 		}
