@@ -88,12 +88,22 @@ soak-bench: deps images ## lockchaos soak of each seed algorithm for SOAK_TIME (
 soak: deps ## bounded long run (SOAK=10m): heap and goroutines sampled into BENCHMARKS.md "Soak"
 	SOAK=$(SOAK) $(GO) test -run '^$$' -bench '^BenchmarkSoak$$' -benchtime 1x -timeout 0 ./internal/bench/
 
-# Two fuzz tests at a time, one fuzzing worker each: the machine's two cores, half the wall time
-# of one after the other with two workers each.
-fuzz: ## run each fuzz test for FUZZTIME (20s), two at a time
-	@for t in $$(grep -rhoE 'func Fuzz[A-Za-z]+' --include '*_test.go' . | sed 's/func //' | sort -u); do \
-	  echo "$$t $$(grep -rlE "func $$t\(" --include '*_test.go' . | head -1 | xargs dirname)"; done | \
-	  xargs -P 2 -L 1 sh -c 'echo "== $$0 ($$1)"; $(GO) test -run "^$$" -fuzz "^$$0$$" -fuzztime $(FUZZTIME) -parallel 1 $$1 || exit 255'
+# A fuzz test that fails only with "context deadline exceeded" at the end of its time, writing no
+# failing input, hit Go's own race between -fuzztime's deadline and a busy worker (golang/go#75804,
+# fixed in go1.27; go1.26 here): it is run once more. Any other failure fails.
+fuzz: ## run each fuzz test for FUZZTIME (20s)
+	@log=$$(mktemp); trap 'rm -f $$log' EXIT; \
+	for t in $$(grep -rhoE 'func Fuzz[A-Za-z]+' --include '*_test.go' . | sed 's/func //' | sort -u); do \
+	  pkg=$$(grep -rlE "func $$t\(" --include '*_test.go' . | head -1 | xargs dirname); \
+	  echo "== $$t ($$pkg)"; \
+	  for try in 1 2; do \
+	    if $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg > $$log 2>&1; then tail -1 $$log; break; fi; \
+	    cat $$log; \
+	    if [ $$try = 1 ] && grep -q 'context deadline exceeded' $$log && ! grep -q 'Failing input written' $$log; then \
+	      echo "(golang/go#75804: the fuzz time's deadline raced a worker; no failing input; once more)"; continue; fi; \
+	    exit 1; \
+	  done; \
+	done
 
 clean: ## remove build output and runs (OUT, default out/)
 	rm -rf bin $(OUT)

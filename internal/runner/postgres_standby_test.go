@@ -10,7 +10,6 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/internal/runner"
 	"github.com/lockchaos/lockchaos/internal/testenv"
-	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 // TestPostgresStandbyCells runs pg-advisory's cells on postgres-standby against real servers: safe
@@ -32,17 +31,7 @@ func TestPostgresStandbyCells(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.alg+"×"+tc.scenario, func(t *testing.T) {
-			s, err := scenarios.Lookup(tc.scenario)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cell, err := s.CellOn(tc.alg, cluster.PostgresStandby)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cell.Expected == "" {
-				t.Fatalf("%s × %s on postgres-standby has no expectation", tc.alg, tc.scenario)
-			}
+			cell := expectedCellOn(t, tc.alg, tc.scenario, cluster.PostgresStandby)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			// Full: the run goes on after the first illegal grant, so the holder reaches its write.

@@ -32,17 +32,7 @@ func TestRedisClusterCells(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.alg+"×"+tc.scenario, func(t *testing.T) {
-			s, err := scenarios.Lookup(tc.scenario)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cell, err := s.CellOn(tc.alg, cluster.RedisCluster)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cell.Expected == "" {
-				t.Fatalf("%s × %s on redis-cluster has no expectation", tc.alg, tc.scenario)
-			}
+			cell := expectedCellOn(t, tc.alg, tc.scenario, cluster.RedisCluster)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			rc, _, err := runner.RunCell(ctx, cell, runner.Options{Out: t.TempDir(), Seed: 1}, 0)
@@ -71,4 +61,21 @@ func TestRedisClusterCells(t *testing.T) {
 			}
 		})
 	}
+}
+
+// expectedCellOn is scenario's cell for alg on topology, which must have an expectation.
+func expectedCellOn(t *testing.T, alg, scenario, topology string) scenarios.Cell {
+	t.Helper()
+	s, err := scenarios.Lookup(scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell, err := s.CellOn(alg, topology)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cell.Expected == "" {
+		t.Fatalf("%s × %s on %s has no expectation", alg, scenario, topology)
+	}
+	return cell
 }
