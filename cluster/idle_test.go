@@ -12,14 +12,16 @@ import (
 func TestSessionIdleTimeout(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
-		c := startCluster(t, Spec{Topology: Postgres, Clients: 2, Proxies: true, SessionIdleTimeout: 300 * time.Millisecond})
+		c := startCluster(t, Spec{Topology: Postgres, Clients: 2, Proxies: true, SessionIdleTimeout: time.Second})
 		ctx := ctxT(t, 30*time.Second)
 		idle := pgClient(t, ctx, c.Endpoints(1).Addrs[0], 1)
 		busy := pgClient(t, ctx, c.Endpoints(2).Addrs[0], 2)
 		if _, err := idle.Exec(ctx, "SELECT pg_advisory_lock(7)"); err != nil {
 			t.Fatal(err)
 		}
-		for range 6 { // 600 ms: the busy session speaks every 100 ms, the idle one not at all
+		// 2.5 s: the busy session speaks every 100 ms (a gap of a whole second, on a loaded machine
+		// under -race, is not to be feared), the idle one not at all.
+		for range 25 {
 			time.Sleep(100 * time.Millisecond)
 			var got bool
 			if err := busy.QueryRow(ctx, "SELECT pg_try_advisory_lock(8)").Scan(&got); err != nil {
@@ -28,10 +30,10 @@ func TestSessionIdleTimeout(t *testing.T) {
 		}
 		var got bool
 		if err := busy.QueryRow(ctx, "SELECT pg_try_advisory_lock(7)").Scan(&got); err != nil || !got {
-			t.Errorf("the idle holder's lock after 600 ms: try_lock = %v, %v; want it freed with the ended session", got, err)
+			t.Errorf("the idle holder's lock after 2.5 s: try_lock = %v, %v; want it freed with the ended session", got, err)
 		}
 		if _, err := idle.Exec(ctx, "SELECT 1"); err == nil {
-			t.Errorf("the idle session still answers after 600 ms (timeout 300 ms)")
+			t.Errorf("the idle session still answers after 2.5 s (timeout 1 s)")
 		}
 	})
 	t.Run("mariadb", func(t *testing.T) {
