@@ -1,10 +1,7 @@
 package runner_test
 
 import (
-	"context"
-	"errors"
 	"testing"
-	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
@@ -32,24 +29,8 @@ func TestPostgresStandbyCells(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.alg+"×"+tc.scenario, func(t *testing.T) {
 			cell := expectedCellOn(t, tc.alg, tc.scenario, cluster.PostgresStandby)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
 			// Full: the run goes on after the first illegal grant, so the holder reaches its write.
-			rc, _, err := runner.RunCell(ctx, cell, runner.Options{Out: t.TempDir(), Seed: 1, Full: true}, 0)
-			if errors.Is(err, cluster.ErrMissingBinary) {
-				testenv.MissingServer(t, err)
-			}
-			if err != nil {
-				t.Fatalf("run: %v", err)
-			}
-			r := rc.Result
-			t.Logf("%s: %s: %s", rc.Dir, r.Verdict, r.DecidedBy)
-			if r.Verdict != tc.want {
-				t.Fatalf("verdict %s, want %s (%s)", r.Verdict, tc.want, r.DecidedBy)
-			}
-			if r.Matches == nil || !*r.Matches {
-				t.Errorf("the run does not match the catalogue's %s", cell.Expected)
-			}
+			r := runExpected(t, cell, runner.Options{Out: t.TempDir(), Seed: 1, Full: true}, tc.want)
 			if tc.want == checker.Safe && (r.Evidence != "ok" || r.AcquiresOk < 20) {
 				t.Errorf("safe with evidence %q and %d acquires: want ok and dozens", r.Evidence, r.AcquiresOk)
 			}

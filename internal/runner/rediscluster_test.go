@@ -33,23 +33,7 @@ func TestRedisClusterCells(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.alg+"×"+tc.scenario, func(t *testing.T) {
 			cell := expectedCellOn(t, tc.alg, tc.scenario, cluster.RedisCluster)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			rc, _, err := runner.RunCell(ctx, cell, runner.Options{Out: t.TempDir(), Seed: 1}, 0)
-			if errors.Is(err, cluster.ErrMissingBinary) {
-				testenv.MissingServer(t, err)
-			}
-			if err != nil {
-				t.Fatalf("run: %v", err)
-			}
-			r := rc.Result
-			t.Logf("%s: %s: %s", rc.Dir, r.Verdict, r.DecidedBy)
-			if r.Verdict != tc.want {
-				t.Fatalf("verdict %s, want %s (%s)", r.Verdict, tc.want, r.DecidedBy)
-			}
-			if r.Matches == nil || !*r.Matches {
-				t.Errorf("the run does not match the catalogue's %s", cell.Expected)
-			}
+			r := runExpected(t, cell, runner.Options{Out: t.TempDir(), Seed: 1}, tc.want)
 			if tc.want == checker.Safe && r.Evidence != "ok" {
 				t.Errorf("evidence %q: a safe verdict must show the run could have failed", r.Evidence)
 			}
@@ -78,4 +62,28 @@ func expectedCellOn(t *testing.T, alg, scenario, topology string) scenarios.Cell
 		t.Fatalf("%s × %s on %s has no expectation", alg, scenario, topology)
 	}
 	return cell
+}
+
+// runExpected runs cell (at most 2 minutes), which must give want and match its expectation; a
+// missing server fails under LOCKCHAOS_REQUIRE_SERVERS.
+func runExpected(t *testing.T, cell scenarios.Cell, o runner.Options, want checker.Verdict) *checker.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rc, _, err := runner.RunCell(ctx, cell, o, 0)
+	if errors.Is(err, cluster.ErrMissingBinary) {
+		testenv.MissingServer(t, err)
+	}
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	r := rc.Result
+	t.Logf("%s: %s: %s", rc.Dir, r.Verdict, r.DecidedBy)
+	if r.Verdict != want {
+		t.Fatalf("verdict %s, want %s (%s)", r.Verdict, want, r.DecidedBy)
+	}
+	if r.Matches == nil || !*r.Matches {
+		t.Errorf("the run does not match the catalogue's %s", cell.Expected)
+	}
+	return r
 }
