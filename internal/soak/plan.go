@@ -68,6 +68,9 @@ func notOn(why string, topologies ...string) func(string) string {
 
 var redisTopologies = []string{"redis-single", "redis-sentinel", "redis-multi", "redis-cluster"}
 
+// quorumTopologies are those whose locks take a majority of independent nodes.
+var quorumTopologies = []string{"redis-multi", "zookeeper", "etcd"}
+
 // templates are the faults a soak draws from, in --faults order. Faults that last the run (kill,
 // client-crash) are not among them: a soak of minutes would spend them in its first seconds and
 // test a dead cluster after. Every occurrence heals.
@@ -86,6 +89,13 @@ var templates = []faultTemplate{
 			s.Clients = client(rng, p.clients)
 		}
 		return s
+	}},
+	{name: "partition-minority", on: onlyOn("only a quorum of several nodes can be cut in part", quorumTopologies...), draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+		// A partial partition: one client cut off from a minority of the nodes, still reaching a
+		// majority — a quorum lock it takes meanwhile rests on a bare majority, as in Kleppmann's
+		// Redlock restart.
+		return faults.Spec{Kind: "partition", At: faults.Duration(at), Clients: client(rng, p.clients), Nodes: "minority",
+			For: between(rng, 1, 4, p.lease)}
 	}},
 	{name: "latency", on: everywhere, draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// A slow network for one client, every request and reply.
@@ -110,7 +120,12 @@ var templates = []faultTemplate{
 			Amount: between(rng, 1, 2, p.ttl), Wire: &faults.Wire{AfterReply: "*", OK: &ok, Until: "cs:before-read", Each: true}}
 	}},
 	{name: "restart", on: notOn("its servers are not restarted by lockchaos", "postgres-pgbouncer"), draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
-		// A node killed and started again after a while, empty where it keeps nothing on disk.
+		// A node killed and started again empty where it keeps nothing on disk: after a while, or
+		// at once while a client holds the lock (at its grant; the holder works on when the node
+		// is back, as the catalogue's restart does), the moment a restart is dangerous.
+		if rng.IntN(2) == 0 {
+			return faults.Spec{Kind: "restart", At: faults.Duration(at), Point: "cs:acquired", Skip: rng.IntN(3), Nodes: "random"}
+		}
 		return faults.Spec{Kind: "restart", At: faults.Duration(at), Nodes: "random", For: between(rng, 0.2, 2, p.lease)}
 	}, settle: 5 * time.Second},
 	{name: "pause-server", on: notOn("its servers are not paused by lockchaos", "postgres-pgbouncer"), draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {

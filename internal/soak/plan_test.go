@@ -90,6 +90,37 @@ func TestPlanFollowsTheSeed(t *testing.T) {
 	}
 }
 
+// TestPlanAimsAtDangerousMoments: a Redlock soak draws restarts at a client's grant (the holder
+// works on when the node is back: the moment a restart breaks a lock) beside timed ones, and
+// partial partitions that leave a client a bare majority; neither is refused on a quorum.
+func TestPlanAimsAtDangerousMoments(t *testing.T) {
+	kinds, err := kindsFor(nil, []string{"redis-multi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(kinds, "partition-minority") {
+		t.Fatalf("kinds for Redlock %v: want partition-minority", kinds)
+	}
+	pl := NewPlan(1, 10*time.Minute, 12, kinds, infos(t, "redlock"), 0, 0)
+	var atGrant, timed, minority int
+	for i, f := range pl.Faults {
+		switch {
+		case f.Kind == "restart" && f.Point == "cs:acquired" && f.For == 0:
+			atGrant++
+		case f.Kind == "restart" && f.Point == "" && f.For > 0:
+			timed++
+		case pl.Drawn[i] == "partition-minority":
+			if f.Kind != "partition" || f.Nodes != "minority" || f.Clients == "" {
+				t.Errorf("fault %d: partition-minority drew %+v", i+1, f)
+			}
+			minority++
+		}
+	}
+	if atGrant == 0 || timed == 0 || minority == 0 {
+		t.Errorf("10 minutes of Redlock: %d restarts at a grant, %d timed, %d partial partitions: want each", atGrant, timed, minority)
+	}
+}
+
 // TestKindsRefused: an unknown fault, or one a topology cannot take, is bad input naming it.
 func TestKindsRefused(t *testing.T) {
 	for _, tc := range []struct {
@@ -100,6 +131,7 @@ func TestKindsRefused(t *testing.T) {
 		{[]string{"clock-jump"}, []string{"redis-single", "zookeeper"}},
 		{[]string{"session-kill"}, []string{"redis-single"}},
 		{[]string{"late-release"}, []string{"etcd"}},
+		{[]string{"partition-minority"}, []string{"redis-multi", "redis-single"}},
 	} {
 		if _, err := kindsFor(tc.kinds, tc.topologies); !errors.Is(err, ErrBadOptions) {
 			t.Errorf("kinds %v on %v: %v, want a bad option", tc.kinds, tc.topologies, err)
