@@ -48,10 +48,14 @@ func Watch(r io.Reader, opts Options, minOps int, seen func(Progress)) error {
 		pr.Ops += len(seg.Ops) // the carried acquires were not in the previous segment
 		pr.AtMs = ms(seg.End)
 		for _, f := range seg.Faults {
-			if f.ID > lastFault && !f.Arm && f.ActsOn != history.ActsOnHarness {
-				pr.FaultsFired++
+			// A fault lasting into the next segment is in both; the harness's own stalls are
+			// numbered apart (from 2^40) and an arming line is no occurrence: neither may move
+			// the mark, or every fault after the first stall went uncounted.
+			if f.Arm || f.ActsOn == history.ActsOnHarness || f.ID <= lastFault {
+				continue
 			}
-			lastFault = max(lastFault, f.ID)
+			pr.FaultsFired++
+			lastFault = f.ID
 		}
 		if !m.add(p) {
 			pr.Unjudged++
