@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -89,5 +90,78 @@ func TestOverlappingHoldsClosedSender(t *testing.T) {
 	}
 	if err := l.RemoveToxic(ctx, "later"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// echo answers every line it reads on each connection it accepts.
+func echo(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = io.Copy(c, c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestHeldRepliesToAClosedClient: replies held by a partition for a client that closed its
+// socket meanwhile. The heal must not wait on a reader that is gone (toxiproxy v2.5.0 stopped
+// reading a link's output when its destination failed, so the hold's delivery waited out its 5 s
+// bound at every heal, and the stages behind it blocked for good), and once both ends are closed
+// the proxy keeps no goroutine of the connection.
+func TestHeldRepliesToAClosedClient(t *testing.T) {
+	ctx := context.Background()
+	ps := newProxies()
+	t.Cleanup(ps.stopAll)
+	k := linkKey{client: 1, node: "echo"}
+	addr, err := ps.add(k, echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, _ := ps.get(k)
+	l := embeddedLink{p}
+	before := runtime.NumGoroutine()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := l.AddToxic(ctx, "cut", HoldToxic, "downstream", nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := conn.Write([]byte("GET lock\r\n")); err != nil {
+			t.Fatal(i, err)
+		}
+		time.Sleep(20 * time.Millisecond) // one reply each
+	}
+	conn.Close()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if err := l.RemoveToxic(ctx, "cut"); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the heal took %v: it waited on the closed client's reader (toxiproxy's 5 s bound)", d.Round(time.Millisecond))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Errorf("%d goroutines after the connection closed, %d before it:\n%s", n, before, buf[:runtime.Stack(buf, true)])
 	}
 }

@@ -155,6 +155,15 @@ func (link *ToxicLink) write(
 			Int64("bytes", bytes).
 			Err(err).
 			Msg("Could not write to destination")
+		// lockchaos patch: the destination is gone, but the toxics before it may still hold
+		// data for it (a toxic being removed flushes what it kept into the next stage): close
+		// it as before (the other direction's read ends, and the stream with it), then keep
+		// reading, and dropping, until the stream ends, so that no stage waits on a reader that
+		// went away (v2.5.0 stopped reading here; a removal then waited out its 5 s bound, and
+		// the stages behind it blocked until the process ended). The link stays in the
+		// collection meanwhile, so a removal still reaches its toxics.
+		dest.Close()
+		_, _ = io.Copy(io.Discard, link.output)
 	} else if server.Metrics.proxyMetricsEnabled() {
 		server.Metrics.ProxyMetrics.SentBytesTotal.
 			WithLabelValues(metricLabels...).Add(float64(bytes))
