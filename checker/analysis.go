@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -213,6 +214,38 @@ func (r *run) reached(o, a, b *history.Operation) *history.WireLine {
 		}
 	}
 	return last
+}
+
+// releaseWire is what of wire reached can return for ops: the requests each release sent while
+// under way (between its invocation and completion), in wire's order. A segment keeps only these:
+// a parsed run has many a wire line per operation, and the segments in flight would hold them all.
+func releaseWire(ops []history.Operation, wire []history.WireLine) []history.WireLine {
+	// client → its releases by Call (ops are in invocation order): [Call, the latest Done of
+	// those invoked so far].
+	under := map[int][][2]int64{}
+	for i := range ops {
+		if o := &ops[i]; o.Op == history.OpRelease {
+			s := under[o.Client]
+			done := o.Done
+			if len(s) > 0 {
+				done = max(done, s[len(s)-1][1])
+			}
+			under[o.Client] = append(s, [2]int64{o.Call, done})
+		}
+	}
+	var kept []history.WireLine
+	for i := range wire {
+		w := &wire[i]
+		if w.Reply {
+			continue
+		}
+		s := under[w.Client]
+		j, _ := slices.BinarySearchFunc(s, w.At, func(x [2]int64, t int64) int { return cmp.Compare(x[0], t+1) })
+		if j > 0 && w.At <= s[j-1][1] { // some release invoked by then was still under way
+			kept = append(kept, *w)
+		}
+	}
+	return kept
 }
 
 // clientCause names how the old holder of an overlap came to use an expired lease: its late

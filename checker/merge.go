@@ -178,6 +178,7 @@ func (m *merger) add(p *segPart) bool {
 		p.lockLin, p.resLin, p.ws = nil, nil, nil // only the segments drawn keep what is drawn
 	}
 	p.resOps, p.stalls, p.overlaps = nil, nil, nil
+	r.wire = nil // the causes are named: the segments kept for the drawing need no wire lines
 	return true
 }
 

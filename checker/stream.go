@@ -153,7 +153,8 @@ func checkSegments(in io.Reader, opts Options, minOps int) (*history.Run, *Outco
 // checkSegment checks one segment; the sweeps through the whole run are left to the merger.
 func checkSegment(j *segJob, opts Options, stop *atomic.Bool) *segPart {
 	seg := j.seg
-	r := newRun(&history.Run{Meta: seg.Meta, Ops: seg.Ops, Faults: seg.Faults, End: seg.End}, opts)
+	r := newRun(&history.Run{Meta: seg.Meta, Ops: seg.Ops, Faults: seg.Faults, End: seg.End, Wire: releaseWire(seg.Ops, seg.Wire)}, opts)
+	seg.Wire = nil
 	p := &segPart{r: r, granted: map[int]bool{}}
 	// The states at the cut, which the next segment waits for: computed first, and without
 	// waiting for the previous segment's unless this one has no resource operation.

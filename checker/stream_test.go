@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -298,5 +299,35 @@ func TestCutsAfterAnUnknownRelease(t *testing.T) {
 	}
 	if n := cutsAfter(build(0)); n != 0 {
 		t.Errorf("without a TTL: %d cuts after the unknown release, want none (the lock's state is uncertain)", n)
+	}
+}
+
+// A cause the wire lines name is named the same in segments: each segment has the wire lines of
+// its stretch of the run (a late DEL that removed the holder's key, here).
+func TestSegmentsNameWireCauses(t *testing.T) {
+	b := newHB("redlock", 30*time.Millisecond)
+	for i := range 30 {
+		b.cs(i%3+1, float64(i*10))
+	}
+	// Client 3's lease ends at 331; client 1 is granted at 336; client 3's late release's DEL
+	// reaches the server at 345 and removes client 1's key; client 2 is granted at 351.
+	c := b.acquire(3, 300, 301)
+	a := b.acquire(1, 335, 336)
+	b.op(history.OpRelease, 3, c, 340, history.TypeOk, 346, nil, "")
+	b.add(history.Event{Type: history.TypeWire, AtNs: at(345), Client: 3, Node: "redis-1", Dir: history.WireRequest, Cmd: "DEL", Key: "lock", Detail: "DEL lock"})
+	b.add(history.Event{Type: history.TypeWire, AtNs: at(345.5), Client: 3, Node: "redis-1", Dir: history.WireReply, Cmd: "DEL", Key: "lock", Detail: ":1"})
+	d := b.acquire(2, 350, 351)
+	b.release(1, a, 360, 361)
+	b.release(2, d, 362, 363)
+	for i := range 30 {
+		b.cs(i%3+1, float64(400+i*10))
+	}
+	h := b.history()
+	r := CheckHistory(h, Options{}).Result
+	if r.FirstViolation == nil || !strings.Contains(r.FirstViolation.Cause, "DEL lock reached redis-1") {
+		t.Fatalf("the whole check's first violation %+v does not name the DEL on the wire", r.FirstViolation)
+	}
+	if !sameAsWhole(t, h, 4) {
+		t.Fatal("the history was not checked in segments")
 	}
 }

@@ -39,10 +39,9 @@ type WireLine struct {
 	Text   string
 }
 
-// addWire applies a wire line to run.
-func addWire(run *Run, e *Event) {
-	run.Wire = append(run.Wire, WireLine{At: e.AtNs, Client: e.Client, Node: e.Node, Reply: e.Dir == WireReply,
-		Cmd: e.Cmd, Key: e.Key, Text: e.Detail})
+// wireLine is the wire line e records.
+func wireLine(e *Event) WireLine {
+	return WireLine{At: e.AtNs, Client: e.Client, Node: e.Node, Reply: e.Dir == WireReply, Cmd: e.Cmd, Key: e.Key, Text: e.Detail}
 }
 
 // Run pairs h's events (see Operations, Faults and Unfired).
@@ -123,7 +122,7 @@ func (b *runBuilder) add(e *Event) {
 	case TypeStop:
 		addStop(&b.run, e)
 	case TypeWire:
-		addWire(&b.run, e)
+		b.run.Wire = append(b.run.Wire, wireLine(e))
 	}
 }
 

@@ -31,11 +31,16 @@ type Segment struct {
 	Meta   Meta
 	End    int64
 	Faults []FaultSpan
+	// Wire are the wire lines read after the previous cut and before this one, in file order:
+	// those of the segment's stretch of time (recorders write them stamped, in time order), so
+	// every command its own operations sent between invocation and completion.
+	Wire []WireLine
 }
 
 // ReadSegments reads a history and hands it to fn one segment at a time, in order, each of at
 // least minOps operations (but the last), so the operations are never all in memory. fn owns each
-// segment. It returns the history without its operations: meta, warnings, faults, the run's end —
+// segment. It returns the history without its operations and wire lines (each segment holds its
+// own: a parsed run writes many a line per operation): meta, warnings, faults, the run's end —
 // or ErrUnsegmentable, possibly after some segments were handed over, when the history has
 // invocations or fault lines out of time order across a cut, an id invoked twice or beyond the
 // 64 M the dense index takes, or operations that refer to an operation of an earlier segment. It
@@ -79,6 +84,9 @@ type segmenter struct {
 	// The fault spans, unfired faults and abort so far, and the index of the spans by fault id.
 	faults   Run
 	faultIdx map[int64]int
+	// The segment's wire lines, handed over with it: kept for the whole run, they were most of a
+	// long parsed soak's memory (issue 29).
+	wire []WireLine
 	// Over the segment's operations: the latest invocation and completion, and how many of the
 	// open ones are not acquires.
 	maxCall, maxDone int64
@@ -146,7 +154,7 @@ func (s *segmenter) add(e *Event) error {
 	case TypeStop:
 		addStop(&s.faults, e)
 	case TypeWire:
-		addWire(&s.faults, e)
+		s.wire = append(s.wire, wireLine(e))
 	}
 	return nil
 }
@@ -163,7 +171,9 @@ func (s *segmenter) allowed(t int64) bool {
 // flush hands over the segment read so far, cut at cut; the acquires still open go on into the
 // next one.
 func (s *segmenter) flush(cut int64) error {
-	seg := &Segment{Carried: s.carried, Start: s.start, Cut: cut, Meta: *s.meta, End: s.end, Faults: slices.Clone(s.faults.Faults)}
+	seg := &Segment{Carried: s.carried, Start: s.start, Cut: cut, Meta: *s.meta, End: s.end, Faults: slices.Clone(s.faults.Faults), Wire: s.wire}
+	wires := len(s.wire) // read now: once handed over, the segment is fn's
+	s.wire = nil
 	var next []Operation
 	if cut != Never {
 		for _, o := range s.ops {
@@ -189,6 +199,9 @@ func (s *segmenter) flush(cut int64) error {
 	}
 	// The next segment's buffer is sized for it: growing it by appends copies it over and over.
 	s.ops = append(make([]Operation, 0, s.minOps+s.minOps/4+len(next)), next...)
+	if wires > 0 {
+		s.wire = make([]WireLine, 0, wires+wires/4) // as many as the last one had, give or take
+	}
 	s.carried, s.openCarried, s.start, s.next = len(next), len(next), cut, s.minOps
 	s.open = idSet{}
 	for i := range s.ops {

@@ -129,3 +129,48 @@ func TestAbortLine(t *testing.T) {
 		}
 	}
 }
+
+// Each segment holds the wire lines read since the previous cut, each line in one segment, and
+// nothing keeps them for the whole run: a parsed run writes many a wire line per operation, and a
+// soak's live check holding them all grew by a gigabyte in ten minutes (issue 29).
+func TestReadSegmentsHandOverWire(t *testing.T) {
+	h := histgen.Generate(histgen.Config{Clients: 5, Ops: 5000, TTL: time.Second, Seed: 7, Noise: true})
+	var events []history.Event
+	for i, e := range h.Events {
+		events = append(events, e, history.Event{Type: history.TypeWire, AtNs: e.AtNs, Client: 1 + i%5, Node: "redis-1",
+			Dir: history.WireRequest, Cmd: "PING", Detail: fmt.Sprintf("PING %d", i)})
+	}
+	h.Events = events
+	data, err := histgen.Encode(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := history.ReadRun(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []history.WireLine
+	segs := 0
+	run, err := history.ReadSegments(bytes.NewReader(data), 100, nil, func(s *history.Segment) error {
+		segs++
+		for _, w := range s.Wire {
+			if w.At < s.Start || (s.Cut != history.Never && w.At > s.Cut) {
+				t.Fatalf("segment %d [%d, %d]: wire line at %d", segs, s.Start, s.Cut, w.At)
+			}
+		}
+		got = append(got, s.Wire...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if segs < 20 || len(whole.Wire) != len(h.Events)/2 {
+		t.Fatalf("%d segments, %d wire lines read whole (want %d)", segs, len(whole.Wire), len(h.Events)/2)
+	}
+	if !reflect.DeepEqual(got, whole.Wire) {
+		t.Fatalf("the segments hold %d wire lines, not ReadRun's %d in its order", len(got), len(whole.Wire))
+	}
+	if len(run.Wire) != 0 {
+		t.Fatalf("ReadSegments returned %d wire lines: they are the segments'", len(run.Wire))
+	}
+}
