@@ -11,6 +11,7 @@ import (
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/runner"
 	"github.com/lockchaos/lockchaos/reports"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -79,7 +80,7 @@ func emit(ctx context.Context, o Options, plan Plan, info algorithms.Info, ar *A
 	}
 	file := "emitted-" + slug(info.Name) + ".yaml"
 	head := fmt.Sprintf("# lockchaos soak, seed %d: the faults open at %s's first violation (%s at %s).\n# %s\n# Run: lockchaos run --algorithm %s --scenario-file %s --scenario %s\n",
-		plan.Seed, info.Name, ar.First.Kind, dur(ar.First.AtMs), ar.EmitNote, info.Name, filepath.Join(o.Out, file), sc.Name)
+		plan.Seed, info.Name, ar.First.Kind, history.FormatMs(ar.First.AtMs), ar.EmitNote, info.Name, filepath.Join(o.Out, file), sc.Name)
 	if err := reports.WriteFile(filepath.Join(o.Out, file), append([]byte(head), b...)); err != nil {
 		return err
 	}

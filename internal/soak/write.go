@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
@@ -65,14 +64,14 @@ type groupView struct {
 
 func (r *Report) view() view {
 	v := view{R: r, CSS: reports.Style(), Kinds: strings.Join(r.Kinds, ", "),
-		Time: dur(r.TimeMs), Elapsed: dur(r.ElapsedMs)}
+		Time: history.FormatMs(r.TimeMs), Elapsed: history.FormatMs(r.ElapsedMs)}
 	var names []string
 	for i := range r.Algorithms {
 		a := &r.Algorithms[i]
 		names = append(names, a.Algorithm)
 		av := algView{R: a, Cat: category(a), Verdict: string(a.Verdict),
 			PerHour: a.PerHour.format(" /h"), PerFault: a.PerFault.format(""),
-			Held: fmt.Sprintf("%.1f%%", 100*a.HeldShare), Stall: dur(a.LongestStallMs), Live: "—"}
+			Held: fmt.Sprintf("%.1f%%", 100*a.HeldShare), Stall: history.FormatMs(a.LongestStallMs), Live: "—"}
 		if a.NotRun != "" {
 			av.Verdict = "not run"
 		}
@@ -80,7 +79,7 @@ func (r *Report) view() view {
 			av.Replayed = map[bool]string{true: "happened again", false: "did not happen again"}[*a.Reproduced]
 		}
 		if a.Live.FirstViolationMs >= 0 {
-			av.Live = dur(a.Live.FirstViolationMs)
+			av.Live = history.FormatMs(a.Live.FirstViolationMs)
 		}
 		if a.Dir != "" {
 			av.Report = path.Join(a.Dir, "report.html")
@@ -94,7 +93,7 @@ func (r *Report) view() view {
 			av.ByKind = "none"
 		}
 		for _, g := range a.Groups {
-			gv := groupView{G: g, At: dur(g.First.AtMs)}
+			gv := groupView{G: g, At: history.FormatMs(g.First.AtMs)}
 			for i, f := range g.Faults {
 				gv.Faults = append(gv.Faults, describe(g.Names[i], f))
 			}
@@ -120,9 +119,9 @@ func describe(name string, f checker.FiredFault) string {
 	}
 	end := "never healed"
 	if f.EndMs >= 0 {
-		end = "healed at " + dur(f.EndMs)
+		end = "healed at " + history.FormatMs(f.EndMs)
 	}
-	return fmt.Sprintf("%s, from %s, %s", s, dur(f.AtMs), end)
+	return fmt.Sprintf("%s, from %s, %s", s, history.FormatMs(f.AtMs), end)
 }
 
 // category is the badge colour of a verdict.
@@ -134,8 +133,4 @@ func category(a *AlgorithmResult) string {
 		return "unsafe"
 	}
 	return string(a.Verdict)
-}
-
-func dur(msec float64) string {
-	return history.FormatNs(int64(msec * float64(time.Millisecond)))
 }
