@@ -21,6 +21,7 @@ import (
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/benchmd"
+	"github.com/lockchaos/lockchaos/internal/procclient"
 	"github.com/lockchaos/lockchaos/internal/runner"
 	"github.com/lockchaos/lockchaos/reports"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -44,7 +45,8 @@ func main() {
 	out := flag.String("out", "out/reproduce", "where the runs are written")
 	bench := flag.String("bench", "BENCHMARKS.md", "markdown file to update")
 	only := flag.String("scenarios", "", "comma-separated scenarios (default: all)")
-	onlyAlgs := flag.String("algorithms", "", "comma-separated algorithms and mutants (default: all of each scenario's cells)")
+	onlyAlgs := flag.String("algorithms", "", "comma-separated algorithms and mutants (default: all of each scenario's cells); "+
+		"an algorithm outside the selftest (a library, a shipped process client) adds its measured cells")
 	parallel := flag.Int("parallel", 1, "cells run at once")
 	merge := flag.Bool("merge", false, "replace only the re-run cells' rows of the existing table (with --scenarios), keeping the others")
 	flag.Parse()
@@ -61,7 +63,16 @@ func main() {
 			m.Scenarios = append(m.Scenarios, s)
 		}
 	}
+	if d := procclient.ShippedDir(); d != "" {
+		if err := procclient.RegisterDir(d); err != nil { // the shipped libraries' clients
+			fmt.Fprintln(os.Stderr, "reproduce:", err)
+			os.Exit(254)
+		}
+	}
 	cells, algs, err := runner.SelftestCells(m.Scenarios)
+	if err == nil && *onlyAlgs != "" {
+		cells, algs, err = withOthers(m.Scenarios, cells, algs, strings.Split(*onlyAlgs, ","))
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "reproduce:", err)
 		os.Exit(254)
@@ -122,15 +133,13 @@ func main() {
 		cmd := fmt.Sprintf("`go run ./internal/reproduce --merge %s --runs %d`", args, *runs)
 		header = supersede(oldHeader, cmd) + fmt.Sprintf("Re-measured on %s, %d runs each: %s (%s, %s); the other rows are from the runs above.\n",
 			time.Now().UTC().Format("2006-01-02"), *runs, what, cmd, time.Since(start).Round(time.Second))
-		all, _, err := runner.SelftestCells(scenarios.All())
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "reproduce:", err)
-			os.Exit(254)
-		}
 		lines = mergeLines(old, lines, func(l line) bool {
-			return slices.ContainsFunc(all, func(c scenarios.Cell) bool {
-				return c.Algorithm == l.algorithm && c.Scenario == l.scenario && measured(c)
-			})
+			s, err := scenarios.Lookup(l.scenario)
+			if err != nil {
+				return false
+			}
+			c, err := s.Cell(l.algorithm)
+			return err == nil && measured(c)
 		})
 	}
 	b.WriteString(header + "\n")
@@ -224,6 +233,32 @@ func parseMs(s string) float64 {
 
 // measured reports whether the table has a row for cell c: it applies and has an expectation.
 func measured(c scenarios.Cell) bool { return c.NA == "" && c.Expected != "" }
+
+// withOthers adds the measured cells of the asked algorithms the selftest does not run (etcd,
+// redsync, the Go lock libraries, the shipped process clients): their rows in the table are the
+// 20/20 figures behind README's tables of them.
+func withOthers(ss []scenarios.Scenario, cells []scenarios.Cell, algs, asked []string) ([]scenarios.Cell, []string, error) {
+	for _, a := range asked {
+		a = strings.TrimSpace(a)
+		if slices.Contains(algs, a) {
+			continue
+		}
+		if _, err := algorithms.Lookup(a); err != nil {
+			return nil, nil, fmt.Errorf("--algorithms: %w", err)
+		}
+		algs = append(algs, a)
+		for _, s := range ss {
+			c, err := s.Cell(a)
+			if err != nil {
+				return nil, nil, err
+			}
+			if measured(c) {
+				cells = append(cells, c)
+			}
+		}
+	}
+	return cells, algs, nil
+}
 
 // supersede drops the header's lines about an earlier re-run of the same command: its rows are
 // all replaced.
