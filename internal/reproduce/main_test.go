@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockchaos/lockchaos/internal/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 const section = `# Benchmarks
@@ -63,5 +66,32 @@ func TestMergeTable(t *testing.T) {
 	if !strings.Contains(b.String(), "real cells reproduced with evidence ok: 2 of 2") ||
 		!strings.Contains(b.String(), "| token-plain-del | 3/3 | 1.42 s |") {
 		t.Fatalf("targets:\n%s", b.String())
+	}
+}
+
+// TestWithOthers: an algorithm the selftest does not run adds its measured cells (and only those),
+// one the selftest runs adds nothing, and an unknown name is an error naming it.
+func TestWithOthers(t *testing.T) {
+	ss := scenarios.All()
+	cells, algs, err := runner.SelftestCells(ss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(cells)
+	more, algs2, err := withOthers(ss, cells, algs, []string{"bsm-redislock", "token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := more[n:]
+	if len(added) == 0 || len(algs2) != len(algs)+1 {
+		t.Fatalf("bsm-redislock and token added %d cells and %d algorithms, want bsm-redislock's cells and one algorithm", len(added), len(algs2)-len(algs))
+	}
+	for _, c := range added {
+		if c.Algorithm != "bsm-redislock" || !measured(c) {
+			t.Errorf("added %s × %s (expected %q, n/a %q): want only bsm-redislock's measured cells", c.Algorithm, c.Scenario, c.Expected, c.NA)
+		}
+	}
+	if _, _, err := withOthers(ss, cells, algs, []string{"no-such-lock"}); err == nil || !strings.Contains(err.Error(), "no-such-lock") {
+		t.Errorf("an unknown algorithm: %v, want an error naming it", err)
 	}
 }
