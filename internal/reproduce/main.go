@@ -127,8 +127,11 @@ func main() {
 			os.Exit(254)
 		}
 		what, args := "the cells of "+*only, "--scenarios "+*only
+		if *only == "" {
+			what, args = "the cells of every scenario", ""
+		}
 		if *onlyAlgs != "" {
-			what, args = what+" × "+*onlyAlgs, args+" --algorithms "+*onlyAlgs
+			what, args = what+" × "+*onlyAlgs, strings.TrimSpace(args+" --algorithms "+*onlyAlgs)
 		}
 		cmd := fmt.Sprintf("`go run ./internal/reproduce --merge %s --runs %d`", args, *runs)
 		header = supersede(oldHeader, cmd) + fmt.Sprintf("Re-measured on %s, %d runs each: %s (%s, %s); the other rows are from the runs above.\n",
