@@ -30,6 +30,31 @@ func sink(t *testing.T) (addr string, got <-chan string) {
 	return ln.Addr().String(), ch
 }
 
+// proxied starts a fresh embedded proxy to upstream and returns its link and its address.
+func proxied(t *testing.T, upstream string) (Link, string) {
+	t.Helper()
+	ps := newProxies()
+	t.Cleanup(ps.stopAll)
+	k := linkKey{client: 1, node: "upstream"}
+	addr, err := ps.add(k, upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, _ := ps.get(k)
+	return embeddedLink{p}, addr
+}
+
+// dialProxy connects to addr and waits until the proxy has made its link for the connection.
+func dialProxy(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	return conn
+}
+
 // TestOverlappingHoldsClosedSender: two partitions overlap on one stream, the sender writes
 // and closes its socket under both, the first heals, then the second, then another fault
 // comes to the same proxy. What was written arrives after the last heal and not before, and
@@ -40,20 +65,8 @@ func sink(t *testing.T) (addr string, got <-chan string) {
 func TestOverlappingHoldsClosedSender(t *testing.T) {
 	ctx := context.Background()
 	upstream, got := sink(t)
-	ps := newProxies()
-	t.Cleanup(ps.stopAll)
-	k := linkKey{client: 1, node: "sink"}
-	addr, err := ps.add(k, upstream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _, _ := ps.get(k)
-	l := embeddedLink{p}
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(50 * time.Millisecond) // the proxy has made its link
+	l, addr := proxied(t, upstream)
+	conn := dialProxy(t, addr)
 	for _, name := range []string{"cut-a", "cut-b"} {
 		if err := l.AddToxic(ctx, name, HoldToxic, "upstream", nil); err != nil {
 			t.Fatal(err)
@@ -123,21 +136,9 @@ func echo(t *testing.T) string {
 // the proxy keeps no goroutine of the connection.
 func TestHeldRepliesToAClosedClient(t *testing.T) {
 	ctx := context.Background()
-	ps := newProxies()
-	t.Cleanup(ps.stopAll)
-	k := linkKey{client: 1, node: "echo"}
-	addr, err := ps.add(k, echo(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _, _ := ps.get(k)
-	l := embeddedLink{p}
+	l, addr := proxied(t, echo(t))
 	before := runtime.NumGoroutine()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(50 * time.Millisecond)
+	conn := dialProxy(t, addr)
 	if err := l.AddToxic(ctx, "cut", HoldToxic, "downstream", nil); err != nil {
 		t.Fatal(err)
 	}
