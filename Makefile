@@ -15,7 +15,7 @@ SOAK ?= 10m
 # The libraries `make analyses` analyzes: the shipped process clients and the Go lock libraries.
 ANALYSES ?= redis-py kazoo kazoo-bare curator curator-bare psycopg2-advisory bsm-redislock bsm-redislock-refresh rueidislock zk-lock redsync etcd
 
-.PHONY: help deps images clients build test test-short run matrix selftest reproduce analyses bench soak soak-bench fuzz vet clean
+.PHONY: help deps images clients build test test-serverless test-short run matrix selftest reproduce analyses bench soak soak-bench fuzz vet clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -48,17 +48,27 @@ images: deps ## build the docker backend's images offline (lockchaos/redis, lock
 	images/build.sh $(if $(FORCE),--force)
 
 # The packages whose tests start no server run two at a time, with servers off and required (a
-# test there that tried to start one would fail, not skip); the others one at a time, each with the
-# machine to itself: their faults are timed.
+# test there that tried to start one would fail, not skip). The others run three at a time, the
+# longest first: their tests mostly wait on timed faults (about half a core each, measured), and
+# every test binary is compiled before any runs, so no timed fault shares the CPU with the
+# compiler. (-p also bounds compiles: compiling at -p 3 beside running tests made op timeouts of
+# 2 s expire in algorithms' tests.)
 SERVERLESS = ./checker ./cluster/wire ./history ./internal/benchmd ./internal/histgen ./internal/lcerr ./internal/testenv
-WITH_SERVERS = $(filter-out $(patsubst ./%,$(MODULE)/%,$(SERVERLESS)),$(shell $(GO) list ./...))
+LONGEST = ./internal/runner ./cmd/lockchaos ./internal/explore ./internal/soak ./harness ./cluster ./algorithms
 MODULE = github.com/lockchaos/lockchaos
+WITH_SERVERS = $(LONGEST) $(filter-out $(patsubst ./%,$(MODULE)/%,$(SERVERLESS) $(LONGEST)),$(shell $(GO) list ./...))
+TEST_ENV = LOCKCHAOS_REQUIRE_SERVERS=1 LOCKCHAOS_REQUIRE_BROWSER=1 LOCKCHAOS_REQUIRE_DOCKER=1
 
-test: deps images clients vet build ## install what the tests need, run every test (real servers, Docker, a real browser) with -race, the selftest once, then each fuzz test briefly
+# The CPU-bound steps (the server-free tests and the brief fuzzing) run side by side, before any
+# timed one; the selftest's cells wait on their faults too, four at a time.
+test: deps images clients vet build ## install what the tests need, run every test (real servers, Docker, a real browser) with -race, each fuzz test briefly, then the selftest once
+	$(GO) test -race -count=1 -exec /bin/true ./... > /dev/null
+	$(MAKE) --no-print-directory -j 2 --output-sync=target test-serverless fuzz FUZZTIME=10s
+	$(TEST_ENV) $(GO) test -race -count=1 -p 3 -timeout 40m $(WITH_SERVERS)
+	$(BIN) selftest --parallel 4 --out $(OUT)/selftest
+
+test-serverless:
 	LOCKCHAOS_NO_SERVERS=1 LOCKCHAOS_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -p 2 -timeout 20m $(SERVERLESS)
-	LOCKCHAOS_REQUIRE_SERVERS=1 LOCKCHAOS_REQUIRE_BROWSER=1 LOCKCHAOS_REQUIRE_DOCKER=1 $(GO) test -race -count=1 -p 1 -timeout 40m $(WITH_SERVERS)
-	$(BIN) selftest --parallel 2 --out $(OUT)/selftest
-	$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 
 test-short: ## unit tests only: no server starts (LOCKCHAOS_NO_SERVERS=1 makes every cluster refuse)
 	LOCKCHAOS_NO_SERVERS=1 $(GO) test -short -count=1 ./...

@@ -144,6 +144,7 @@ func randomLockHistory(rng *rand.Rand, n int) *history.History {
 // capped where their acquisition can no longer hold the lock) and its cutting into chunks never
 // change porcupine's answer, nor where the checker locates an illegal grant porcupine proved.
 func TestLockReductionsKeepAnswer(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(11, 12))
 	seen := map[porcupine.CheckResult]int{}
 	reduced, chunked, waiters, located := 0, 0, 0, 0
@@ -200,6 +201,7 @@ func TestLockReductionsKeepAnswer(t *testing.T) {
 // lock, as in real runs), with and without an injected violation: cut into chunks of any size,
 // the lock check gives the answer and the location it gives in one piece.
 func TestLockChunksKeepAnswerContended(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	seen := map[porcupine.CheckResult]int{}
 	waiters := 0

@@ -12,6 +12,7 @@ import (
 
 // A correct lock never yields a violation, whatever the interleaving of waiting clients.
 func TestPropertyCorrectLockIsSafe(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 60 {
 		cfg := genConfig{Clients: 1 + rng.IntN(8), Ops: 40 + rng.IntN(2000), TTL: time.Duration(1+rng.IntN(5)) * time.Millisecond,
@@ -36,6 +37,7 @@ func TestPropertyCorrectLockIsSafe(t *testing.T) {
 
 // One injected overlap is always caught, and classified by its cause.
 func TestPropertyInjectedOverlapCaught(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range 80 {
 		kind := injectClient
@@ -85,6 +87,7 @@ func TestCheckerTimeoutIsUnknown(t *testing.T) {
 // any line, with the operations under way left without their completions — a correct lock's
 // history is never unsafe, and a prefix of an unsafe one that is unsafe finds the same class.
 func TestPropertyPrefixUnsafeOnlyIfWholeIs(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	unsafePrefixes := 0
 	for i := range 40 {

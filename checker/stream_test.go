@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +34,9 @@ func comparable(r Result) Result {
 	r.LockCheck.Visualized, r.ResourceCheck.Visualized = "", ""
 	return r
 }
+
+// knobs guards the package's test settings streamFrom and segmentOps.
+var knobs sync.Mutex
 
 // sameAsWhole checks h in segments of at least minOps operations and through CheckReader made to
 // try segments, and fails the test unless both results are CheckRun's. It reports whether the
@@ -75,6 +80,8 @@ func sameAsWholeData(t *testing.T, data []byte, minOps int) bool {
 			t.Fatalf("drawn run has %d operations, end %d (want %d)", len(drawn.Ops), drawn.End, whole.End)
 		}
 	}
+	knobs.Lock() // streamFrom and segmentOps are the package's, shared by parallel subtests
+	defer knobs.Unlock()
 	defer func(from int64, ops int) { streamFrom, segmentOps = from, ops }(streamFrom, segmentOps)
 	streamFrom, segmentOps = 0, minOps
 	_, out, err = CheckReader(bytes.NewReader(data), int64(len(data)), Options{})
@@ -89,8 +96,16 @@ func sameAsWholeData(t *testing.T, data []byte, minOps int) bool {
 // ones with an injected violation of each class, cut into segments of many sizes (or hands them to
 // the whole check, with the same result).
 func TestSegmentedSameAsWhole(t *testing.T) {
+	// The histories are drawn in order from one seeded source, then checked in parallel.
+	type tc struct {
+		name   string
+		h      *history.History
+		minOps int
+		count  *atomic.Int32
+	}
+	var segmented, injected, faulted atomic.Int32
+	var cases []tc
 	rng := rand.New(rand.NewPCG(5, 6))
-	segmented := 0
 	n := 60
 	for i := range n {
 		cfg := genConfig{Clients: 1 + rng.IntN(8), Ops: 200 + rng.IntN(4000), TTL: time.Duration(1+rng.IntN(5)) * time.Millisecond,
@@ -98,20 +113,8 @@ func TestSegmentedSameAsWhole(t *testing.T) {
 		if i%3 == 0 {
 			cfg.TTL = time.Second
 		}
-		minOps := []int{1, 16, 100, 1000}[i%4]
-		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			if sameAsWhole(t, generate(cfg), minOps) {
-				segmented++
-			}
-		})
+		cases = append(cases, tc{fmt.Sprint(i), generate(cfg), []int{1, 16, 100, 1000}[i%4], &segmented})
 	}
-	// Cuts with waiters need certain states, which most generated cuts have: if the segmented
-	// check gave up on most histories, it would prove nothing.
-	t.Logf("%d of %d histories checked in segments", segmented, n)
-	if segmented < n*2/3 {
-		t.Fatalf("only %d of %d histories were checked in segments", segmented, n)
-	}
-	injected := 0
 	for i := range 40 {
 		kind := []inject{injectClient, injectService}[i%2]
 		cfg := genConfig{Clients: 2 + rng.IntN(7), Ops: 200 + rng.IntN(3000), TTL: time.Duration(1+rng.IntN(5)) * time.Millisecond,
@@ -120,30 +123,37 @@ func TestSegmentedSameAsWhole(t *testing.T) {
 		if i%4 < 2 {
 			cfg.TTL = time.Second // short leases make most cuts uncertain: those go to the whole check
 		}
-		t.Run(fmt.Sprint("inject-", i), func(t *testing.T) {
-			if sameAsWhole(t, generate(cfg), []int{1, 16, 100}[i%3]) {
-				injected++
-			}
-		})
+		cases = append(cases, tc{fmt.Sprint("inject-", i), generate(cfg), []int{1, 16, 100}[i%3], &injected})
 	}
-	faulted := 0
 	for i := range 20 {
 		cfg := genConfig{Clients: 2 + rng.IntN(5), Ops: 400 + rng.IntN(3000), TTL: time.Second, Seed: rng.Uint64(), Noise: rng.IntN(2) == 0}
 		if i%2 == 1 {
 			cfg.Inject, cfg.InjectAt = injectClient, rng.IntN(cfg.Ops/4)
 		}
-		t.Run(fmt.Sprint("faults-", i), func(t *testing.T) {
-			if sameAsWhole(t, withFaults(generate(cfg), rng, i%5 == 4), []int{1, 16, 100}[i%3]) {
-				faulted++
-			}
-		})
+		cases = append(cases, tc{fmt.Sprint("faults-", i), withFaults(generate(cfg), rng, i%5 == 4), []int{1, 16, 100}[i%3], &faulted})
 	}
-	t.Logf("%d of 40 histories with a violation and %d of 20 with faults checked in segments", injected, faulted)
-	if faulted < 10 {
-		t.Fatalf("only %d of 20 histories with faults were checked in segments", faulted)
+	t.Run("histories", func(t *testing.T) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				if sameAsWhole(t, c.h, c.minOps) {
+					c.count.Add(1)
+				}
+			})
+		}
+	})
+	// Cuts with waiters need certain states, which most generated cuts have: if the segmented
+	// check gave up on most histories, it would prove nothing.
+	t.Logf("%d of %d histories checked in segments", segmented.Load(), n)
+	if int(segmented.Load()) < n*2/3 {
+		t.Fatalf("only %d of %d histories were checked in segments", segmented.Load(), n)
 	}
-	if injected < 15 {
-		t.Fatalf("only %d of 40 histories with a violation were checked in segments", injected)
+	t.Logf("%d of 40 histories with a violation and %d of 20 with faults checked in segments", injected.Load(), faulted.Load())
+	if faulted.Load() < 10 {
+		t.Fatalf("only %d of 20 histories with faults were checked in segments", faulted.Load())
+	}
+	if injected.Load() < 15 {
+		t.Fatalf("only %d of 40 histories with a violation were checked in segments", injected.Load())
 	}
 }
 

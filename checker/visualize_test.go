@@ -9,6 +9,7 @@ import (
 // A long history is checked in batches and visualized around its first violation only: the
 // porcupine page of a 10-minute run stays small, and shows what went wrong.
 func TestLongHistoryVisualizedAroundViolation(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("generates 120000 operations")
 	}
