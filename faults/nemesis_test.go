@@ -396,3 +396,58 @@ func TestStartLinesCarryTheirMeaning(t *testing.T) {
 		t.Errorf("client-crash means %+v, want a process fault that lasts the run", m)
 	}
 }
+
+// TestFinishLetsALateFaultServeItsFor: faults that fired just before the end of the fault phase
+// — a blocking one (client-stall, held at its point) and a kept one (clock-skew) — last their
+// whole For when the phase ends with Finish, and are cut short by HealAll alone.
+func TestFinishLetsALateFaultServeItsFor(t *testing.T) {
+	const dur = 300 * time.Millisecond
+	for _, finish := range []bool{true, false} {
+		env := &testEnv{c: nodesOnly{}, clients: 2}
+		n, rec := newNemesis(t, env, []faults.Spec{
+			{Kind: "client-stall", Point: "p", Client: 1, For: ms(dur)},
+			{Kind: "clock-skew", Point: "p", Client: 2, Amount: ms(time.Second), For: ms(dur)},
+		}, 1)
+		ctx := ctxT(t, 10*time.Second)
+		held := make(chan error, 1)
+		go func() { held <- n.Point(ctx, 1, "p") }()
+		if err := n.Point(ctx, 2, "p"); err != nil {
+			t.Fatal(err)
+		}
+		rec.waitStart(t, "client-stall", 5*time.Second)
+		t0 := time.Now()
+		if finish {
+			n.Finish(ctx)
+		}
+		n.HealAll()
+		if err := <-held; err != nil {
+			t.Fatalf("the stalled client's point: %v", err)
+		}
+		for _, name := range []string{"client-stall", "clock-skew"} {
+			s := rec.waitEnd(t, name, 5*time.Second)
+			d := time.Duration(s.End - s.Start)
+			if finish && d < dur {
+				t.Errorf("with Finish, %s lasted %v, want its For %v", name, d, dur)
+			}
+			if !finish && d >= dur {
+				t.Errorf("without Finish, %s lasted %v: HealAll should have cut it (the test proves nothing)", name, d)
+			}
+		}
+		if finish {
+			if d := time.Since(t0); d > dur+2*time.Second {
+				t.Errorf("Finish waited %v, longer than the faults' For %v", d, dur)
+			}
+		}
+	}
+}
+
+// TestFinishWithNothingInForce returns at once.
+func TestFinishWithNothingInForce(t *testing.T) {
+	n, _ := newNemesis(t, &testEnv{c: nodesOnly{}, clients: 1}, []faults.Spec{{Kind: "client-crash", Point: "never"}}, 1)
+	t0 := time.Now()
+	n.Finish(ctxT(t, 10*time.Second))
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("Finish with no fault in force took %v", d)
+	}
+	n.HealAll()
+}

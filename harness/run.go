@@ -189,6 +189,7 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 	// no longer change (Config.Decide), a stop line, every fault healed and a short tail.
 	if rec.decider == nil {
 		sleep(runCtx, cfg.Duration)
+		nem.Finish(runCtx)
 		nem.HealAll()
 		nem.RecordUnfired()
 		_ = rec.w.Sync()
@@ -203,6 +204,8 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 		if verdict != "" {
 			stop(verdict, why)
 			nem.StopEarly()
+		} else {
+			nem.Finish(runCtx)
 		}
 		nem.HealAll()
 		nem.RecordUnfired()
