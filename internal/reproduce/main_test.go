@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +24,7 @@ Reproduced = runs whose verdict matched.
 |---|---|---|---|---|---|---|
 | setnx × baseline | safe | 3/3 | 3/3 | — | — | — |
 | getset × slow-release | unsafe-service | 2/3 | 3/3 | 962 ms | 965 ms | run 1: safe |
-| token-plain-del × slow-release | unsafe-service | 3/3 | 3/3 | 1424 ms | 1429 ms | — |
+| token-plain-del × slow-release | unsafe-service | 3/3 | 3/3 | 1.42 s | 1.43 s | — |
 
 **Targets** (old): whatever.
 
@@ -42,7 +43,7 @@ func TestMergeTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(old) != 3 || old[1].matched != 2 || old[1].runs != 3 || old[1].evidenceOK != 3 || old[1].median != 962 || old[0].median != -1 {
+	if len(old) != 3 || old[1].matched != 2 || old[1].runs != 3 || old[1].evidenceOK != 3 || old[1].median != 962 || old[0].median != -1 || old[2].median != 1420 || old[2].max != 1430 {
 		t.Fatalf("parsed %+v", old)
 	}
 	if !strings.Contains(header, "each cell 3 times") || strings.Contains(header, "_Measured") || strings.Contains(header, "Targets") {
@@ -66,6 +67,22 @@ func TestMergeTable(t *testing.T) {
 	if !strings.Contains(b.String(), "real cells reproduced with evidence ok: 2 of 2") ||
 		!strings.Contains(b.String(), "| token-plain-del | 3/3 | 1.42 s |") {
 		t.Fatalf("targets:\n%s", b.String())
+	}
+}
+
+// A TTD the table shows reads back as the value it shows, in every unit fmtMs writes.
+func TestTTDReadsBack(t *testing.T) {
+	for _, ms := range []float64{0.000012, 0.0805, 1.71, 50, 420, 999, 1000, 2640, 59900, 123000} {
+		shown := fmtMs(ms)
+		got := parseMs(shown)
+		if got < 0 || math.Abs(got-ms) > 0.005*ms {
+			t.Errorf("fmtMs(%v) = %q, read back as %v", ms, shown, got)
+		}
+	}
+	for _, s := range []string{"—", "", "fast", "12 parsecs"} {
+		if got := parseMs(s); got != -1 {
+			t.Errorf("parseMs(%q) = %v, want -1", s, got)
+		}
 	}
 }
 
