@@ -70,6 +70,34 @@ func TestMergeTable(t *testing.T) {
 	}
 }
 
+// --rewrite writes the rows as they were, sums the targets anew and leaves the rest of the file.
+func TestRewriteTable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	if err := os.WriteFile(path, []byte(section), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := rewriteTable(path); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(raw)
+	for _, want := range []string{
+		"| token-plain-del × slow-release | unsafe-service | 3/3 | 3/3 | 1.42 s | 1.43 s | — |",
+		"| getset × slow-release | unsafe-service | 2/3 | 3/3 | 962 ms | 965 ms | run 1: safe |",
+		"real cells reproduced with evidence ok: 1 of 2", "## Other\n\nkept",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rewritten file lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "(old): whatever") {
+		t.Errorf("the old targets line survived:\n%s", got)
+	}
+}
+
 // A TTD the table shows reads back as the value it shows, in every unit fmtMs writes.
 func TestTTDReadsBack(t *testing.T) {
 	for _, ms := range []float64{0.000012, 0.0805, 1.71, 50, 420, 999, 1000, 2640, 59900, 123000} {
