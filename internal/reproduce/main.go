@@ -207,8 +207,11 @@ func (r *row) line() line {
 }
 
 func (l line) String() string {
+	// A miss may quote a client's stderr, pipes and all: escaped, so the row keeps its columns
+	// (and readTable, which splits on " | ", reads it back as written).
+	misses := strings.ReplaceAll(strings.ReplaceAll(l.misses, `\|`, "|"), "|", `\|`)
 	return fmt.Sprintf("| %s × %s | %s | %d/%d | %d/%d | %s | %s | %s |\n", l.algorithm, l.scenario, l.expected,
-		l.matched, l.runs, l.evidenceOK, l.runs, fmtMs(l.median), fmtMs(l.max), l.misses)
+		l.matched, l.runs, l.evidenceOK, l.runs, fmtMs(l.median), fmtMs(l.max), misses)
 }
 
 // readTable parses the "Detection speed" table of the markdown file at path, with the text above

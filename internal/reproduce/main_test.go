@@ -98,6 +98,30 @@ func TestRewriteTable(t *testing.T) {
 	}
 }
 
+// A miss that quotes pipes (a client's stderr) keeps the row's seven columns, through a merge too.
+func TestMissWithPipes(t *testing.T) {
+	l := line{algorithm: "curator", scenario: "node-kill", expected: "safe", matched: 19, runs: 20, evidenceOK: 19,
+		median: -1, max: -1, misses: "run 19: client 4 did not answer; last stderr: a | b | c"}
+	path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	for range 2 { // written, read back, written again
+		doc := "## Detection speed\n\nIntro.\n\n| cell | expected | reproduced | evidence ok | median TTD | max TTD | misses |\n|---|---|---|---|---|---|---|\n" + l.String()
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := readTable(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].matched != 19 || !strings.Contains(got[0].misses, "a \\| b") {
+			t.Fatalf("read back %+v", got)
+		}
+		l = got[0]
+	}
+	if s := l.String(); strings.Count(s, " | ") != 6 || strings.Contains(s, `\\|`) {
+		t.Errorf("row %q: want 7 columns and each pipe escaped once", s)
+	}
+}
+
 // A TTD the table shows reads back as the value it shows, in every unit fmtMs writes.
 func TestTTDReadsBack(t *testing.T) {
 	for _, ms := range []float64{0.000012, 0.0805, 1.71, 50, 420, 999, 1000, 2640, 59900, 123000} {
