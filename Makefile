@@ -13,7 +13,7 @@ FUZZTIME ?= 20s
 BENCH_LONG_RUN ?= 10m
 SOAK ?= 10m
 # The libraries `make analyses` analyzes: the shipped process clients and the Go lock libraries.
-ANALYSES ?= redis-py kazoo kazoo-bare curator curator-bare psycopg2-advisory bsm-redislock bsm-redislock-refresh rueidislock zk-lock redsync etcd
+ANALYSES ?= redis-py kazoo kazoo-bare curator curator-bare psycopg2-advisory bsm-redislock bsm-redislock-refresh rueidislock zk-lock redsync etcd pglock
 
 .PHONY: help deps images clients build test test-serverless test-short run matrix selftest reproduce analyses bench soak soak-bench fuzz vet clean
 
@@ -44,7 +44,7 @@ vet: ## gofmt, go vet, and go.mod/go.sum tidy
 	$(GO) vet ./...
 	@$(GO) mod tidy -diff || { echo "make vet: go.mod or go.sum is not tidy: run go mod tidy and commit the result"; exit 1; }
 
-images: deps ## build the docker backend's images offline (lockchaos/redis, lockchaos/zookeeper); FORCE=1 rebuilds
+images: deps ## build the docker backend's images offline (lockchaos/redis, lockchaos/zookeeper, lockchaos/postgres); FORCE=1 rebuilds
 	images/build.sh $(if $(FORCE),--force)
 
 # The packages whose tests start no server run two at a time, with servers off and required (a

@@ -263,7 +263,7 @@ func TestGoLibraryVersions(t *testing.T) {
 	for alg, module := range map[string]string{
 		"bsm-redislock": "github.com/bsm/redislock", "bsm-redislock-refresh": "github.com/bsm/redislock",
 		"rueidislock": "github.com/redis/rueidis", "zk-lock": "github.com/go-zookeeper/zk",
-		"redsync": "github.com/go-redsync/redsync/v4",
+		"redsync": "github.com/go-redsync/redsync/v4", "pglock": "cirello.io/pglock",
 	} {
 		info, err := algorithms.Lookup(alg)
 		if err != nil {

@@ -21,6 +21,8 @@ type opts struct {
 	point algorithms.PointFunc
 	// opTimeout bounds each request (Config.OpTimeout; 0: the algorithm's default).
 	opTimeout time.Duration
+	// retryDelay is the pause between acquire attempts (Config.RetryDelay; 0: the default).
+	retryDelay time.Duration
 }
 
 // newLocker builds client's Locker of algorithm alg for lock name, closed at the end of the test.
@@ -40,10 +42,15 @@ func newLocker(t *testing.T, c cluster.Cluster, alg string, client int, name str
 		Point:  o.point,
 		Rand:   rand.New(rand.NewPCG(uint64(client), 42)),
 
-		OpTimeout: o.opTimeout,
+		OpTimeout:  o.opTimeout,
+		RetryDelay: o.retryDelay,
 	}
 	if ep.MasterName != "" {
 		cfg.Sentinel = &algorithms.SentinelConfig{MasterName: ep.MasterName, Addrs: ep.SentinelAddrs}
+	}
+	if ep.SQL != nil {
+		l := algorithms.SQLLogin(*ep.SQL)
+		cfg.SQL = &l
 	}
 	l, err := info.New(cfg)
 	if err != nil {

@@ -83,6 +83,8 @@ type Config struct {
 	// standby): the PostgreSQL algorithms list them all in one connection string and connect to
 	// whichever accepts writes (target_session_attrs=read-write), so they follow a failover.
 	MultiHost bool
+	// SQL is how the client logs in to a SQL topology's server (the cluster's Endpoints.SQL).
+	SQL *SQLLogin
 	// Sentinel, when set, makes single-node Redis algorithms find the master through Sentinel.
 	Sentinel *SentinelConfig
 	// Dial, when set, is used for every connection (it maps a server's real address, as Sentinel

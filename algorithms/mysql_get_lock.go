@@ -32,8 +32,9 @@ const topoMariaDB = "mariadb"
 // count); the lock is named by a string of up to 64 characters, not a number; and the server
 // does not report which of a dead session's statements were done.
 //
-// Every session logs in as lockchaos-client-<n> (the server's anonymous account lets any name
-// in): the tag by which the session-kill fault finds a client's sessions (cluster.ClientAppName).
+// Every session logs in as the client's login says (Config.SQL): on the local server, as
+// lockchaos-client-<n> (its anonymous account lets any name in), the tag by which the
+// session-kill fault finds a client's sessions.
 type mysqlGetLockLocker struct {
 	cfg     Config
 	name    string
@@ -69,8 +70,11 @@ func newMysqlGetLockWith(cfg Config, noValid bool) (*mysqlGetLockLocker, error) 
 	if len(cfg.Addrs) == 0 {
 		return nil, errors.New("mysql-get-lock: no address")
 	}
+	if cfg.SQL == nil {
+		return nil, fmt.Errorf("mysql-get-lock: %w", errNoLogin)
+	}
 	mc := mysql.NewConfig()
-	mc.User, mc.Net, mc.Addr = sessionName(cfg.Client), "tcp", cfg.Addrs[0]
+	mc.User, mc.Passwd, mc.DBName, mc.Net, mc.Addr = cfg.SQL.User, cfg.SQL.Password, cfg.SQL.Database, "tcp", cfg.Addrs[0]
 	mc.Timeout = max(cfg.OpTimeout, time.Second)
 	mc.InterpolateParams = true    // one round trip a statement, no server-side prepare
 	mc.Logger = &mysql.NopLogger{} // a broken session is what the faults are for; errors are returned

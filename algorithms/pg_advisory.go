@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -32,8 +32,8 @@ const (
 // Valid asks the server whether its own session still holds the lock (pg_locks), and a broken
 // connection means not valid. The pg-advisory-no-valid mutant trusts the lock without asking.
 //
-// Every session carries application_name lockchaos-client-<n>: the tag by which the
-// session-kill fault finds a client's sessions on the server (cluster.ClientAppName).
+// Every session carries the application_name of the client's login (Config.SQL): the tag by
+// which the session-kill fault finds a client's sessions on the server.
 //
 // Through a transaction-mode pooler (postgres-pgbouncer) none of this holds: the session that
 // took the lock goes back to the pool after the statement, and the next statement — the unlock,
@@ -123,22 +123,16 @@ func newPgAdvisoryWith(cfg Config, noValid bool) (*pgAdvisoryLocker, error) {
 // them in order and keeps the first that accepts writes, so after a failover a new connection
 // reaches the promoted standby. ConnectTimeout bounds each host's attempt.
 func pgConnConfig(cfg Config) (*pgx.ConnConfig, error) {
+	if cfg.SQL == nil {
+		return nil, errNoLogin
+	}
 	addrs := cfg.Addrs[:1]
+	extra := url.Values{}
 	if cfg.MultiHost {
 		addrs = cfg.Addrs
+		extra.Set("target_session_attrs", "read-write")
 	}
-	hosts, ports := make([]string, len(addrs)), make([]string, len(addrs))
-	for i, a := range addrs {
-		var err error
-		if hosts[i], ports[i], err = net.SplitHostPort(a); err != nil {
-			return nil, err
-		}
-	}
-	dsn := fmt.Sprintf("host=%s port=%s user=%s dbname=%s sslmode=disable application_name=%s",
-		strings.Join(hosts, ","), strings.Join(ports, ","), pgRole, pgDatabase, sessionName(cfg.Client))
-	if cfg.MultiHost {
-		dsn += " target_session_attrs=read-write"
-	}
+	dsn := cfg.SQL.pgURL(strings.Join(addrs, ","), extra)
 	cc, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, err

@@ -71,9 +71,16 @@ func TestPgLease(t *testing.T) {
 	ctx := context.Background()
 	// Requests of up to 2 s: the first upsert on a server just started, beside the other parallel
 	// tests under -race, took over pg-lease's default 200 ms once (an unknown outcome, and the
-	// handover this test is about never began).
-	a := newLocker(t, c, "pg-lease", 1, "lease", opts{ttl: 500 * time.Millisecond, opTimeout: 2 * time.Second})
-	b := newLocker(t, c, "pg-lease", 2, "lease", opts{ttl: 500 * time.Millisecond, opTimeout: 2 * time.Second})
+	// handover this test is about never began). Attempts 1 s apart: pg-lease waits by polling,
+	// and a wait cut by its deadline while an upsert is in flight has, rightly, an unknown
+	// outcome; at the default 10 ms apart, under load, the 300 ms wait of checkHandOver ended
+	// mid-upsert (CI, twice). One attempt a second puts its end in a pause between attempts.
+	o := opts{ttl: 500 * time.Millisecond, opTimeout: 2 * time.Second, retryDelay: time.Second}
+	a := newLocker(t, c, "pg-lease", 1, "lease", o)
+	b := newLocker(t, c, "pg-lease", 2, "lease", o)
+	// B's first request opens its connection, which alone may outlast the 300 ms wait on a
+	// loaded machine: one grant first, so the wait is a wait.
+	acquireRelease(t, b)
 	var last uint64
 	checkHandOver(t, a, b, func(t *testing.T, l algorithms.Lease) {
 		if l.Fence == 0 || l.TTL != 500*time.Millisecond || l.Validity != l.TTL {

@@ -5,9 +5,14 @@ import (
 )
 
 // TestPgConnConfig: one address is one host; MultiHost lists every address, in order, and keeps
-// only a connection that takes writes (target_session_attrs=read-write), as libpq does.
+// only a connection that takes writes (target_session_attrs=read-write), as libpq does; every
+// part of the login reaches the connection as given, escaped on the way; no login is an error.
 func TestPgConnConfig(t *testing.T) {
-	one, err := pgConnConfig(Config{Client: 2, Addrs: []string{"127.0.0.1:5001", "127.0.0.1:5002"}})
+	login := &SQLLogin{User: "app user", Password: "p@ss:/?word", Database: "locks db", AppName: "lockchaos-client-2", SSLMode: "disable"}
+	if _, err := pgConnConfig(Config{Client: 2, Addrs: []string{"127.0.0.1:5001"}}); err == nil {
+		t.Error("no login: no error")
+	}
+	one, err := pgConnConfig(Config{Client: 2, Addrs: []string{"127.0.0.1:5001", "127.0.0.1:5002"}, SQL: login})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,7 +23,10 @@ func TestPgConnConfig(t *testing.T) {
 	if got := one.RuntimeParams["application_name"]; got != "lockchaos-client-2" {
 		t.Errorf("application_name %q", got)
 	}
-	multi, err := pgConnConfig(Config{Client: 2, MultiHost: true, Addrs: []string{"127.0.0.1:5001", "127.0.0.1:5002"}})
+	if one.User != login.User || one.Password != login.Password || one.Database != login.Database || one.TLSConfig != nil {
+		t.Errorf("login %q %q %q (TLS %v), want %+v", one.User, one.Password, one.Database, one.TLSConfig != nil, *login)
+	}
+	multi, err := pgConnConfig(Config{Client: 2, MultiHost: true, Addrs: []string{"127.0.0.1:5001", "127.0.0.1:5002"}, SQL: login})
 	if err != nil {
 		t.Fatal(err)
 	}

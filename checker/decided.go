@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lockchaos/lockchaos/history"
@@ -77,10 +78,17 @@ func orText(a, b string) string {
 // direct checks are prefix-closed; TestPropertyPrefixUnsafeOnlyIfWholeIs).
 //
 // Safe once the history so far is safe with its evidence in, every planned fault has fired as
-// often as it may (none unbounded or periodic) and healed (none lasting), and since the last heal
-// as long has passed as a whole run's tail (the stuck limit and a TTL), and at least a lease: a
-// fault's danger window has closed, and a stall it left would already show as stuck — unless a
-// stall is under way.
+// often as it may (none unbounded or periodic) and is over, and since the last heal as long has
+// passed as a whole run's tail (the stuck limit and a TTL), and at least a lease: a fault's danger
+// window has closed, and a stall it left would already show as stuck — unless a stall is under
+// way.
+//
+// Stuck once the history so far is stuck (clients waited the stuck limit with no grant after the
+// last heal and a TTL) and every planned fault has fired as often as it may and is over: the
+// stall began after the danger window a safe run waits out, with nothing left to act on the run.
+//
+// A lasting fault (a crash, a node killed for good) is over at its instant, as the liveness check
+// takes it: the run is meant to go on without what it took.
 func Decided(h *history.History, opts Options) (Verdict, string) {
 	r := &CheckHistory(h, opts).Result
 	switch {
@@ -90,28 +98,33 @@ func Decided(h *history.History, opts Options) (Verdict, string) {
 		if why := settled(h); why != "" {
 			return Safe, why
 		}
+	case r.Verdict == Stuck && r.TTDMs != nil:
+		if _, over := faultsOver(h, h.Run()); over {
+			return Stuck, fmt.Sprintf("stuck at %s, after every planned fault fired and was over", history.FormatMs(*r.TTDMs))
+		}
 	}
 	return "", ""
 }
 
-// settled says why no fault of h's plan can act on the run any more and what they did is over,
-// or "" while one still could.
-func settled(h *history.History) string {
-	run := h.Run()
-	var now, healed int64
-	for i := range h.Events {
-		now = max(now, h.Events[i].AtNs)
-	}
+// faultsOver says whether every fault of h's plan (run is h's) has fired as often as it may and is over (a
+// lasting one at its instant), and when the last one ended.
+func faultsOver(h *history.History, run *history.Run) (healed int64, over bool) {
 	fired := make([]int, len(h.Meta.Faults))
 	for _, f := range run.Faults {
 		if f.Rule == 0 || f.Arm || f.ActsOn == history.ActsOnHarness {
 			continue // the harness's own stalls and a fault's arming attack nothing
 		}
-		if f.End == history.Never || f.Lasting || f.Rule > len(fired) {
-			return ""
+		end := f.End
+		if f.Lasting {
+			// What it took stays taken; the run goes on without it from its instant, as the
+			// liveness check judges it.
+			end = f.Start
+		}
+		if end == history.Never || f.Rule > len(fired) {
+			return 0, false
 		}
 		fired[f.Rule-1]++
-		healed = max(healed, f.End)
+		healed = max(healed, end)
 	}
 	for i, p := range h.Meta.Faults {
 		times := p.Times
@@ -119,8 +132,23 @@ func settled(h *history.History) string {
 			times = 1
 		}
 		if times < 0 || p.EveryNs > 0 || fired[i] < times {
-			return ""
+			return 0, false
 		}
+	}
+	return healed, true
+}
+
+// settled says why no fault of h's plan can act on the run any more, what they did is over and
+// its danger window has passed, or "" while one still could.
+func settled(h *history.History) string {
+	run := h.Run()
+	healed, over := faultsOver(h, run)
+	if !over {
+		return ""
+	}
+	var now int64
+	for i := range h.Events {
+		now = max(now, h.Events[i].AtNs)
 	}
 	// As long after the last heal as a whole run goes on after its fault phase (the harness's
 	// tail: the stuck limit and a TTL), and at least a lease: the danger window's end.
@@ -128,28 +156,28 @@ func settled(h *history.History) string {
 	if now < healed+wait {
 		return ""
 	}
-	// A stall under way could still grow into a stuck run: a client waiting with no grant for
-	// half the stuck limit (redlock × slow-release once stalled from 0.85 s after the last heal,
-	// and was stuck 1 s later) keeps the run going.
+	// A stall under way could still grow into a stuck run: clients wanting the lock with no grant
+	// for half the stuck limit (redlock × slow-release once stalled from 0.85 s after the last
+	// heal, and was stuck 1 s later) keep the run going. Wanting, as the liveness check counts a
+	// stall: an acquire invoked since the last grant, whether or not one is in flight right now —
+	// a client whose every attempt fails at once (a killed server refuses connections) is
+	// between attempts most of the time.
 	var lastGrant int64
-	waiting := false
 	for i := range run.Ops {
-		o := &run.Ops[i]
-		if o.Op != history.OpAcquire {
-			continue
-		}
-		if o.Status == history.TypeOk {
+		if o := &run.Ops[i]; o.Op == history.OpAcquire && o.Status == history.TypeOk {
 			lastGrant = max(lastGrant, o.Return)
 		}
-		waiting = waiting || o.Done == history.Never
 	}
-	if waiting && now-max(lastGrant, healed) >= h.Meta.StuckAfterNs/2 {
+	wanting := slices.ContainsFunc(run.Ops, func(o history.Operation) bool {
+		return o.Op == history.OpAcquire && (o.Done == history.Never || o.Call > lastGrant)
+	})
+	if wanting && now-max(lastGrant, healed) >= h.Meta.StuckAfterNs/2 {
 		return ""
 	}
 	if len(h.Meta.Faults) == 0 {
 		return fmt.Sprintf("no fault planned, and %s of contended grants and writes with the evidence in",
 			history.FormatNs(now))
 	}
-	return fmt.Sprintf("every planned fault fired and healed (the last at %s), then the danger window and the stuck limit (%s) passed with the evidence in",
+	return fmt.Sprintf("every planned fault fired and was over (the last at %s), then the danger window and the stuck limit (%s) passed with the evidence in",
 		history.FormatNs(healed), history.FormatNs(wait))
 }

@@ -93,11 +93,15 @@ func decide(res *Result, vs []Violation, stuck *Violation, timedOut, abort, stop
 		res.ViolationClass = &c
 		res.Evidence = EvidenceOK // the violation is its own evidence
 		res.Stopped = stop
-	case stop != "" && stopVerdict != string(Safe):
+	case stop != "" && stopVerdict != string(Safe) && (stopVerdict != string(Stuck) || stuck == nil):
 		// The run stopped on a violation its whole history does not show: a defect of the
 		// early stop (a prefix that was not what it seemed). It proves nothing either way.
 		res.Verdict = Unknown
-		ended = "the run stopped early (" + stop + "), but its whole history shows no violation: " +
+		what := "no violation"
+		if stopVerdict == string(Stuck) {
+			what = "no stall past the stuck limit"
+		}
+		ended = "the run stopped early (" + stop + "), but its whole history shows " + what + ": " +
 			"rerun the cell with --full and report this"
 		res.Warnings = append(res.Warnings, ended)
 	case abort != "":
@@ -108,6 +112,7 @@ func decide(res *Result, vs []Violation, stuck *Violation, timedOut, abort, stop
 		res.Verdict = Stuck
 		res.FirstViolation = stuck
 		res.Evidence = EvidenceOK
+		res.Stopped = stop
 	case timedOut != "":
 		res.Verdict = Unknown
 		res.Warnings = append(res.Warnings, timedOut)

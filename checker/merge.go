@@ -44,6 +44,12 @@ type merger struct {
 	lostClass          *Class
 	vseg, lostSeg      *segPart
 	fenceSeg           *segPart
+	// When add leaves a part to the whole check: why, and the violations the part shows without
+	// the state it started from — its overlapping holders, and a grant or a lost update against
+	// the previous segment's state — how many, and the earliest (ms; -1: none).
+	why      string
+	left     int
+	leftAtMs float64
 
 	// Faults: those still going on at some cut (with their error then), the kept violations whose cause waits for the end
 	// of one of them, and the stalls, cut by the faults at the end.
@@ -80,10 +86,31 @@ type causeEnd struct {
 	fault int64
 }
 
+func newMerger(opts Options) *merger { return &merger{opts: opts} }
+
+// leave notes why add leaves p to the whole check, and the violations p shows on its own: its
+// overlapping holders (facts of its own operations), and one against the previous segment's state
+// at acrossNs (-1: none). It returns false, for add to return.
+func (m *merger) leave(p *segPart, why string, acrossNs int64) bool {
+	m.why, m.left, m.leftAtMs = why, len(p.overlaps), -1
+	for _, ov := range p.overlaps {
+		if m.leftAtMs < 0 || ms(ov.at) < m.leftAtMs {
+			m.leftAtMs = ms(ov.at)
+		}
+	}
+	if acrossNs >= 0 {
+		m.left++
+		if m.leftAtMs < 0 || ms(acrossNs) < m.leftAtMs {
+			m.leftAtMs = ms(acrossNs)
+		}
+	}
+	return false
+}
+
 // add merges the next part, and reports whether the run can still be decided in segments.
 func (m *merger) add(p *segPart) bool {
-	if p.unclean {
-		return false
+	if p.unclean != "" {
+		return m.leave(p, p.unclean, -1)
 	}
 	if m.n == 0 {
 		m.first, m.granted, m.firstOf, m.ongoing = p, map[int]bool{}, map[Class][2]float64{}, map[int64]string{}
@@ -92,7 +119,7 @@ func (m *merger) add(p *segPart) bool {
 	m.n++
 	if p.lock != "" {
 		if m.lock != "" && p.lock != m.lock {
-			return false
+			return m.leave(p, "its lock is not the previous segments'", -1)
 		}
 		m.lock = p.lock
 	}
@@ -101,12 +128,13 @@ func (m *merger) add(p *segPart) bool {
 	g, m.grants = r.grantsFrom(m.grants)
 	for _, x := range g {
 		if x.a < 0 {
-			return false // granted while the previous segment's last holder held: the whole check names it
+			// Granted while the previous segment's last holder held: the whole check names it.
+			return m.leave(p, "an acquire was granted while the previous segment's last holder held", r.ops[x.b].Return)
 		}
 	}
 	lost, lostV := r.lostFrom(p.resOps, m.lost)
 	if lost.lost && !m.lost.lost && lostV == nil {
-		return false // lost against the previous segment's last write
+		return m.leave(p, "an update was lost against the previous segment's last write", lost.lostAt)
 	}
 	m.lost = lost
 	var fenceV *Violation

@@ -237,8 +237,10 @@ type lostCarry struct {
 	writes  int
 	cur     int64
 	written bool
-	// lost is set when an increment overwrote a value other than the one it read.
-	lost bool
+	// lost is set when an increment overwrote a value other than the one it read, at lostAt (its
+	// return).
+	lost   bool
+	lostAt int64
 }
 
 func (c lostCarry) count() int { return max(c.writes-int(c.cur), 0) }
@@ -259,7 +261,7 @@ func (r *run) lostFrom(res []porcupine.Operation, c lostCarry) (lostCarry, *Viol
 	for _, o := range writes {
 		in := o.Input.(resInput)
 		if in.kind == resIncr && in.v != c.cur && !c.lost && c.written {
-			c.lost = true
+			c.lost, c.lostAt = true, r.ops[in.write].Return
 			if lastW >= 0 {
 				a, b := &r.ops[lastW], &r.ops[in.write]
 				first = &Violation{

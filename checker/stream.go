@@ -80,7 +80,7 @@ type segExit struct {
 // segPart is what a worker found in one segment.
 type segPart struct {
 	r        *run
-	unclean  bool
+	unclean  string // why the segment cannot be judged on its own ("": it can)
 	lock     string // the segment's lock name ("" if it has no acquire)
 	res      Result // counts of the segment
 	lat      []int64
@@ -115,7 +115,7 @@ func checkSegments(in io.Reader, opts Options, minOps int) (*history.Run, *Outco
 			}
 		}()
 	}
-	m := merger{opts: opts}
+	m := newMerger(opts)
 	merged := make(chan struct{})
 	go func() {
 		defer close(merged)
@@ -184,23 +184,45 @@ func checkSegment(j *segJob, opts Options, stop *atomic.Bool) *segPart {
 		j.exit <- ex
 	}
 
-	p.unclean = len(r.warnings) > 0 || stop.Load() ||
-		(from != nil && (!from.lockOk || !from.resOk || !r.waitersFit(seg.Carried, from.lock)))
+	// Why the segment cannot be judged on its own: its own operations (then nothing of it is
+	// read here), or the state it starts from (then its overlapping holders, facts of its own
+	// operations, are still counted by the live check).
 	for i := range r.ops {
 		o := &r.ops[i]
 		if o.Acq != 0 {
-			if _, ok := r.acquireOf(o); !ok {
-				p.unclean = true // it may be an acquire of another segment
+			if _, ok := r.acquireOf(o); !ok && p.unclean == "" {
+				p.unclean = fmt.Sprintf("operation %d refers to an acquire of another segment", o.ID)
 			}
 		}
 		if o.Op == history.OpAcquire {
-			if p.lock != "" && o.Lock != p.lock {
-				p.unclean = true
+			if p.lock != "" && o.Lock != p.lock && p.unclean == "" {
+				p.unclean = "it has acquires of more than one lock"
 			}
 			p.lock = o.Lock
 		}
 	}
-	if p.unclean {
+	switch {
+	case p.unclean != "":
+	case len(r.warnings) > 0:
+		p.unclean = r.warnings[0]
+	case stop.Load():
+		p.unclean = "the check was stopped"
+	}
+	if p.unclean != "" {
+		return p
+	}
+	p.ws = r.windows()
+	p.heldNs = heldNs(p.ws)
+	p.overlaps = r.exclusion(p.ws)
+	switch {
+	case from != nil && !from.lockOk:
+		p.unclean = "the lock's state at the cut before it is uncertain"
+	case from != nil && !from.resOk:
+		p.unclean = "the counter's value at the cut before it is uncertain (its last operation overlapped another)"
+	case from != nil && !r.waitersFit(seg.Carried, from.lock):
+		p.unclean = "an acquire carried over the cut before it does not fit the state there"
+	}
+	if p.unclean != "" {
 		return p
 	}
 	if from != nil {
@@ -212,11 +234,8 @@ func checkSegment(j *segJob, opts Options, stop *atomic.Bool) *segPart {
 	p.lockCk, p.lockLin = r.linearize(lockModel(parts), h, func(in any) int { return in.(lockInput).part }, verbose)
 	rh, rparts := segment(resOps)
 	p.resCk, p.resLin = r.linearize(resourceModel(rparts), rh, func(in any) int { return in.(resInput).part }, verbose)
-	p.ws = r.windows()
-	p.heldNs = heldNs(p.ws)
-	p.overlaps = r.exclusion(p.ws)
 	if p.lockCk.Result == string(porcupine.Unknown) || p.resCk.Result == string(porcupine.Unknown) {
-		p.unclean = true // a timeout: the whole check says what it says
+		p.unclean = "a linearizability check timed out" // the whole check says what it says
 		return p
 	}
 	p.lat, p.writes = r.tally(&p.res)

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"fmt"
 	"io"
 	"sync/atomic"
 
@@ -13,9 +14,12 @@ type Progress struct {
 	Ops  int     `json:"ops"`
 	AtMs float64 `json:"at_ms"`
 	// Segments were checked; Unjudged of them the live check left to the whole check (a
-	// violation against the previous segment's last holder, a porcupine timeout, ...).
+	// violation against the previous segment's last holder, counted once in Violations, a
+	// porcupine timeout, ...).
 	Segments int `json:"segments"`
 	Unjudged int `json:"unjudged"`
+	// UnjudgedWhy says why the first unjudged segment could not be judged on its own.
+	UnjudgedWhy string `json:"unjudged_why,omitempty"`
 	// Violations counts the overlapping holders and illegal grants the segments showed;
 	// FirstViolationMs is the earliest (-1 while there is none).
 	Violations       int     `json:"violations"`
@@ -34,7 +38,7 @@ type Progress struct {
 func Watch(r io.Reader, opts Options, minOps int, seen func(Progress)) error {
 	opts.SkipVisualization = true
 	pr := Progress{FirstViolationMs: -1}
-	m := &merger{opts: opts}
+	m := newMerger(opts)
 	found := 0 // violations of the mergers before m
 	var prev *segJob
 	var lastFault int64
@@ -59,8 +63,16 @@ func Watch(r io.Reader, opts Options, minOps int, seen func(Progress)) error {
 		}
 		if !m.add(p) {
 			pr.Unjudged++
+			if pr.UnjudgedWhy == "" {
+				pr.UnjudgedWhy = fmt.Sprintf("segment %d (%s to %s): %s", pr.Segments, history.FormatMs(ms(seg.Start)), history.FormatMs(pr.AtMs), m.why)
+			}
 			found += m.found
-			m = &merger{opts: opts}
+			// What the segment shows on its own: the whole check will name those and more.
+			found += m.left
+			if m.left > 0 && (pr.FirstViolationMs < 0 || m.leftAtMs < pr.FirstViolationMs) {
+				pr.FirstViolationMs = m.leftAtMs
+			}
+			m = newMerger(opts)
 		}
 		pr.Violations = found + m.found
 		for _, f := range m.firstOf {

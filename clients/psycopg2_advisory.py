@@ -16,8 +16,9 @@ request's deadline, and the connection is then closed (its session, and any lock
 the server notices) and the answer is `info` (the request may have taken effect).
 
 Protocol: docs/process-clients.md (JSON lines on stdin/stdout). The login comes from init: the
-address is this client's proxy (`nodes[0]`), `user`, `database`, `application_name` (the tag by
-which the session-kill fault finds this client's sessions).
+address is this client's proxy (`nodes[0]`), `user`, `password` and `sslmode` (an external
+server's, when its cluster file gives them), `database`, `application_name` (the tag by which the
+session-kill fault finds this client's sessions).
 """
 import json
 import select
@@ -77,6 +78,7 @@ def connect():
         host, port = login["nodes"][0].rsplit(":", 1)
         try:
             conn = psycopg2.connect(host=host, port=int(port), user=login["user"], dbname=login["database"],
+                                    password=login.get("password", ""), sslmode=login.get("sslmode", "disable"),
                                     application_name=login["application_name"], connect_timeout=2)
             conn.autocommit = True
         except (Deadline, psycopg2.Error) as e:

@@ -79,10 +79,12 @@ type Spec struct {
 	// MariaDB's wait_timeout, in whole seconds rounded up): how soon a vanished or idle holder's
 	// session, and its session lock, is dropped (DESIGN.md §15). Local backend only.
 	SessionIdleTimeout time.Duration
-	// RedisImage and ZooKeeperImage are the docker backend's images (default redis:7 and
-	// zookeeper:3.8; `make images` builds lockchaos/redis and lockchaos/zookeeper offline).
+	// RedisImage, ZooKeeperImage and PostgresImage are the docker backend's images (default
+	// redis:7, zookeeper:3.8 and postgres:16; `make images` builds lockchaos/redis,
+	// lockchaos/zookeeper and lockchaos/postgres offline).
 	RedisImage     string
 	ZooKeeperImage string
+	PostgresImage  string
 }
 
 // Node is one server.
@@ -108,6 +110,9 @@ type Endpoints struct {
 	// SentinelAddrs and MasterName are set for redis-sentinel.
 	SentinelAddrs []string
 	MasterName    string
+	// SQL is how this client logs in to a SQL topology's server (nil for the others; the
+	// harness's own login for the direct endpoints).
+	SQL *SQLLogin
 	// Dial maps a data node's real address (as Sentinel reports it) to this client's proxy for
 	// it; nil when proxies are off.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -17,6 +18,7 @@ import (
 const (
 	DefaultRedisImage     = "redis:7"
 	DefaultZooKeeperImage = "zookeeper:3.8"
+	DefaultPostgresImage  = "postgres:16"
 )
 
 // docker is the docker backend: every server is a container on a network of its own run, with
@@ -39,6 +41,9 @@ func prepareDocker(ctx context.Context, spec Spec) (Spec, func(context.Context) 
 	}
 	if spec.ZooKeeperImage == "" {
 		spec.ZooKeeperImage = DefaultZooKeeperImage
+	}
+	if spec.PostgresImage == "" {
+		spec.PostgresImage = DefaultPostgresImage
 	}
 	pool, err := dockerPool(ctx)
 	if err != nil {
@@ -97,30 +102,49 @@ func (b *docker) remoteLinks() *remoteProxies                          { return 
 func (b *docker) control(context.Context, *node, string) (bool, error) { return false, nil }
 func (b *docker) restore(context.Context) error                        { return nil }
 
-// Ports inside the containers: the servers' defaults, as the official images expect.
-const (
-	redisPort     = 6379
-	sentinelPort  = 26379
-	zkClientPort  = 2181
-	containerData = "/data"
-)
+// containerData is where a container keeps its server's files.
+const containerData = "/data"
+
+// container is how the docker backend runs a server of one kind, registered from the kind's own
+// file with registerContainer; the image is its topology's (topology.image).
+type container struct {
+	// port is the server's port inside the container: its default, as the official image expects.
+	port int
+	// reuse makes Restart start the same container again, keeping its files (a sentinel's
+	// config, a ZooKeeper member's or PostgreSQL's data dir) as the local backend keeps the node's
+	// dir; otherwise Restart runs a fresh container (redis: empty).
+	reuse bool
+	// user is who the container runs as ("": the image's).
+	user string
+	// ready bounds the wait for the server to answer (default 20 s).
+	ready time.Duration
+	// start returns the command (nil: the image's) and environment of a container's start.
+	start func(b *docker, m *dockerNode, restart bool) (cmd, env []string)
+}
+
+// containers holds, by kind, the servers the docker backend runs.
+var containers = map[Kind]container{}
+
+// registerContainer says how the docker backend runs servers of kind; call it from init in the
+// kind's file.
+func registerContainer(kind Kind, c container) {
+	if _, dup := containers[kind]; dup {
+		panic("cluster: duplicate container kind " + kind)
+	}
+	containers[kind] = c
+}
 
 // machine: a node's Addr is its published port on 127.0.0.1, its inner address its container's
 // name and the server's own port.
 func (b *docker) machine(n *node) machine {
-	m := &dockerNode{b: b, n: n, name: b.prefix() + "-" + n.Name, hostPort: n.ports[0], image: b.spec.RedisImage}
-	n.readyTimeout = 20 * time.Second
-	switch n.Kind {
-	case KindRedis:
-		m.port, n.readyTimeout = redisPort, 15*time.Second
-	case KindSentinel:
-		// Sentinel's config is its state: Restart starts the same container again.
-		m.port, m.reuse = sentinelPort, true
-	case KindZooKeeper:
-		m.port, m.reuse, m.image, n.readyTimeout = zkClientPort, true, b.spec.ZooKeeperImage, 40*time.Second
+	c := containers[n.Kind]
+	m := &dockerNode{b: b, n: n, c: c, name: b.prefix() + "-" + n.Name, hostPort: n.ports[0]}
+	if image := topologyRegistry[b.spec.Topology].image; image != nil {
+		m.image = image(b.spec) // else normalizeTopology refused the topology on docker
 	}
+	n.readyTimeout = cmp.Or(c.ready, 20*time.Second)
 	n.Addr = localAddr(m.hostPort)
-	n.inner = innerAddr(m.name, m.port)
+	n.inner = innerAddr(m.name, c.port)
 	return m
 }
 

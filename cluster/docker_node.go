@@ -18,14 +18,10 @@ import (
 type dockerNode struct {
 	b        *docker
 	n        *node
-	name     string // the container's name, also its DNS name on the run network
-	port     int    // the server's port inside the container
+	c        container // how servers of its kind run in a container
+	name     string    // the container's name, also its DNS name on the run network
 	hostPort int
 	image    string
-	// reuse makes Restart start the same container again, keeping its files (a sentinel's state,
-	// a ZooKeeper member's data dir) as the local backend keeps the node's dir; otherwise Restart
-	// runs a fresh container (redis: empty).
-	reuse bool
 
 	res *dockertest.Resource
 	// unwatch stops the goroutine that reports a container dying by itself.
@@ -43,7 +39,10 @@ func (m *dockerNode) start(ctx context.Context, restart bool) error {
 // run starts the container (or, for a reused node's Restart, starts it again).
 func (m *dockerNode) run(ctx context.Context, restart bool) error {
 	cl := m.b.pool.Client
-	if restart && m.reuse && m.res != nil {
+	if m.c.start == nil {
+		return fmt.Errorf("the docker backend runs no %s server (use --backend local)", m.n.Kind)
+	}
+	if restart && m.c.reuse && m.res != nil {
 		return cl.StartContainerWithContext(m.res.Container.ID, nil, ctx)
 	}
 	if m.res != nil {
@@ -52,12 +51,13 @@ func (m *dockerNode) run(ctx context.Context, restart bool) error {
 		}
 		m.res = nil
 	}
-	cmd, env := m.b.command(m, restart)
+	cmd, env := m.c.start(m.b, m, restart)
 	repo, tag := splitImage(m.image)
-	portID := fmt.Sprintf("%d/tcp", m.port)
+	portID := fmt.Sprintf("%d/tcp", m.c.port)
 	res, err := m.b.pool.RunWithOptions(&dockertest.RunOptions{
 		Name:         m.name,
 		Hostname:     m.name,
+		User:         m.c.user,
 		Repository:   repo,
 		Tag:          tag,
 		Cmd:          cmd,

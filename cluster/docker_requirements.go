@@ -29,6 +29,7 @@ func dockerRequirements() []Requirement {
 		daemon,
 		imageRequirement(pool, "redis image", DefaultRedisImage, "lockchaos/redis", "--redis-image"),
 		imageRequirement(pool, "zookeeper image", DefaultZooKeeperImage, "lockchaos/zookeeper", "--zookeeper-image"),
+		imageRequirement(pool, "postgres image", DefaultPostgresImage, "lockchaos/postgres", "--postgres-image"),
 	}
 }
 

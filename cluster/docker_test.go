@@ -390,7 +390,7 @@ func TestDockerMissingImage(t *testing.T) {
 func TestDockerRequirements(t *testing.T) {
 	needDocker(t)
 	rs := Requirements(Docker)
-	if len(rs) != 3 || !rs[0].OK || !strings.Contains(rs[0].Detail, "Docker Engine") {
+	if len(rs) != 4 || !rs[0].OK || !strings.Contains(rs[0].Detail, "Docker Engine") || rs[3].Name != "postgres image" {
 		t.Fatalf("Requirements(docker) = %+v", rs)
 	}
 	for _, r := range rs {

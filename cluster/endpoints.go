@@ -14,7 +14,7 @@ import (
 func (c *topo) buildEndpoints(ctx context.Context) error {
 	all := append(append([]*node{}, c.data...), c.sents...)
 	mk := func(cl int) (Endpoints, error) {
-		e := Endpoints{}
+		e := Endpoints{SQL: c.sqlLogin(cl)}
 		if fill := topologyRegistry[c.spec.Topology].endpoints; fill != nil {
 			fill(c, &e)
 		}
@@ -48,6 +48,7 @@ func (c *topo) buildEndpoints(ctx context.Context) error {
 	c.eps = []Endpoints{direct}
 	for cl := 1; cl <= c.spec.Clients; cl++ {
 		e := direct
+		e.SQL = c.sqlLogin(cl)
 		if c.spec.Proxies {
 			if e, err = mk(cl); err != nil {
 				return err

@@ -92,7 +92,7 @@ func (c *topo) startExternal(ctx context.Context) error {
 	for _, fn := range c.spec.External.Nodes {
 		n := c.newNode(fn.Name, fn.Kind, nil, server{})
 		n.Addr, n.inner = fn.Address, fn.Address
-		n.ready = pinger(fn.Kind, fn.Address)
+		n.ready = pinger(fn)
 		c.add(n)
 	}
 	if err := c.launchAll(ctx, append(append([]*node{}, c.data...), c.sents...)); err != nil {
@@ -101,13 +101,19 @@ func (c *topo) startExternal(ctx context.Context) error {
 	return nil
 }
 
-// pinger is the readiness check of a server of kind at addr.
-func pinger(kind Kind, addr string) func(ctx context.Context) error {
-	switch kind {
+// pinger is the readiness check of a cluster file's server: its protocol's ping, and for a SQL
+// server a session of the file's login.
+func pinger(n ExternalNode) func(ctx context.Context) error {
+	addr := n.Address
+	switch n.Kind {
 	case KindZooKeeper:
 		return func(ctx context.Context) error { return zkServing(ctx, addr) }
 	case KindEtcd:
 		return func(ctx context.Context) error { return etcdHealthy(ctx, addr) }
+	case KindPostgres:
+		return func(ctx context.Context) error { return pgPing(ctx, addr, n.login()) }
+	case KindMariaDB:
+		return func(ctx context.Context) error { return mariadbPing(ctx, addr, n.login()) }
 	}
 	return func(ctx context.Context) error { return redisPing(ctx, addr) }
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -56,7 +57,8 @@ func (c *topo) removeRunData(ctx context.Context, runID string) error {
 	defer cancel()
 	var errs []error
 	for _, n := range c.data {
-		_, err := deleteData(ctx, n.Kind, n.Addr, prefix, func(string) bool { return true })
+		fn, _ := c.spec.External.Node(n.Name)
+		_, err := deleteData(ctx, fn, prefix, func(string) bool { return true })
 		if err != nil {
 			errs = append(errs, fmt.Errorf("remove the run's keys (%s*) from %s: %w", prefix, n.Name, err))
 		}
@@ -73,7 +75,7 @@ func cleanStaleData(ctx context.Context, f *ExternalFile, log io.Writer) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for _, n := range f.Nodes {
-		count, err := deleteData(ctx, n.Kind, n.Address, ProxyPrefix, staleRun)
+		count, err := deleteData(ctx, n, ProxyPrefix, staleRun)
 		if log != nil && err != nil {
 			fmt.Fprintf(log, "lockchaos: removing stale lockchaos keys from %s: %v\n", n.Name, err)
 		} else if log != nil && count > 0 {
@@ -85,11 +87,15 @@ func cleanStaleData(ctx context.Context, f *ExternalFile, log io.Writer) {
 	}
 }
 
-// deleteData deletes lock data from the server of kind at addr: the Redis keys, the children of
-// /lockchaos (ZooKeeper) and the names under /lockchaos/ (etcd) that start with prefix and that
-// match accepts. It returns how many it deleted.
-func deleteData(ctx context.Context, kind Kind, addr, prefix string, match func(name string) bool) (int, error) {
-	switch kind {
+// deleteData deletes lock data from a cluster file's server n: the Redis keys, the children of
+// /lockchaos (ZooKeeper), the names under /lockchaos/ (etcd) and the rows of the PostgreSQL lease
+// tables that start with prefix and that match accepts. It returns how many it deleted. MariaDB's
+// locks (GET_LOCK) live in sessions: they leave nothing behind.
+func deleteData(ctx context.Context, n ExternalNode, prefix string, match func(name string) bool) (int, error) {
+	addr := n.Address
+	switch n.Kind {
+	case KindPostgres:
+		return pgDelete(ctx, addr, n.login(), prefix, match)
 	case KindRedis:
 		return redisDelete(ctx, addr, prefix, match)
 	case KindZooKeeper:
@@ -128,6 +134,50 @@ func redisDelete(ctx context.Context, addr, prefix string, match func(string) bo
 			return n, nil
 		}
 	}
+}
+
+// pgLeaseTables are the tables the PostgreSQL algorithms keep lock rows in, by the lock's name:
+// pg-lease's, and pglock's (cirello.io/pglock's DefaultTableName). A run leaves the tables (other
+// runs may be using them) and removes its rows.
+var pgLeaseTables = []string{"lockchaos_leases", "locks"}
+
+func pgDelete(ctx context.Context, addr string, l SQLLogin, prefix string, match func(string) bool) (int, error) {
+	conn, err := pgConnectAs(ctx, addr, l)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.Background())
+	n := 0
+	for _, table := range pgLeaseTables {
+		// A table of that name without a name column is not one of ours: left alone.
+		var exists bool
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = $1 AND column_name = 'name')`, table).Scan(&exists); err != nil {
+			return n, err
+		}
+		if !exists {
+			continue
+		}
+		// The prefix has no LIKE wildcards (letters, digits and dashes).
+		rows, err := conn.Query(ctx, "SELECT name FROM "+table+" WHERE name LIKE $1", prefix+"%")
+		if err != nil {
+			return n, fmt.Errorf("%s: %w", table, err)
+		}
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return n, fmt.Errorf("%s: %w", table, err)
+		}
+		for _, name := range names {
+			if !match(name) {
+				continue
+			}
+			if _, err := conn.Exec(ctx, "DELETE FROM "+table+" WHERE name = $1", name); err != nil {
+				return n, fmt.Errorf("%s: %w", table, err)
+			}
+			n++
+		}
+	}
+	return n, nil
 }
 
 func zkDelete(ctx context.Context, addr, prefix string, match func(string) bool) (int, error) {

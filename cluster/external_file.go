@@ -30,6 +30,13 @@ const DefaultCommandTimeout = 60 * time.Second
 //	    restart: ssh db1 sudo systemctl restart redis-server
 //	    pause: ssh db1 sudo systemctl kill -s STOP redis-server
 //	    resume: ssh db1 sudo systemctl kill -s CONT redis-server
+//	  - name: pg-1                  # a SQL server (postgres or mariadb, one per file) also says
+//	    kind: postgres              # how the clients log in:
+//	    address: 10.0.0.6:5432
+//	    user: lockchaos             # postgres: default postgres; mariadb: required
+//	    password_env: LOCKCHAOS_PG_PASSWORD   # or password: ..., in the file
+//	    database: lockchaos         # postgres: default the user's name
+//	    sslmode: require            # postgres: default disable
 type ExternalFile struct {
 	// Path is where the file was read from.
 	Path string `yaml:"-"`
@@ -57,6 +64,19 @@ type ExternalNode struct {
 	Restart string `yaml:"restart,omitempty"`
 	Pause   string `yaml:"pause,omitempty"`
 	Resume  string `yaml:"resume,omitempty"`
+	// User, Password (or PasswordEnv, the variable that holds it), Database and SSLMode are how
+	// the clients and the harness log in to a SQL server (postgres, mariadb).
+	User        string `yaml:"user,omitempty"`
+	Password    string `yaml:"password,omitempty"`
+	PasswordEnv string `yaml:"password_env,omitempty"`
+	Database    string `yaml:"database,omitempty"`
+	SSLMode     string `yaml:"sslmode,omitempty"`
+}
+
+// login is how the clients and the harness log in to the node (a SQL server), its defaults
+// filled in by check.
+func (n ExternalNode) login() SQLLogin {
+	return SQLLogin{User: n.User, Password: n.Password, Database: n.Database, SSLMode: n.SSLMode}
 }
 
 // LoadExternal reads and checks a cluster file. Every error wraps ErrBadSpec and is one line
@@ -85,7 +105,7 @@ func ParseExternal(b []byte) (*ExternalFile, error) {
 		}
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
-			return nil, fmt.Errorf("%s (node fields: name, kind, address, toxiproxy, kill, restart, pause, resume)", strings.Join(te.Errors, "; "))
+			return nil, fmt.Errorf("%s (node fields: name, kind, address, toxiproxy, kill, restart, pause, resume; SQL servers: user, password, password_env, database, sslmode)", strings.Join(te.Errors, "; "))
 		}
 		return nil, err
 	}
@@ -144,7 +164,8 @@ func (f *ExternalFile) check() error {
 		f.MasterName = "mymaster"
 	}
 	seen := map[string]bool{}
-	for i, n := range f.Nodes {
+	for i := range f.Nodes {
+		n := &f.Nodes[i]
 		w := f.where(i)
 		switch {
 		case n.Name == "":
@@ -157,8 +178,15 @@ func (f *ExternalFile) check() error {
 		seen[n.Name] = true
 		switch n.Kind {
 		case KindRedis, KindSentinel, KindZooKeeper, KindEtcd:
+			if n.User != "" || n.Password != "" || n.PasswordEnv != "" || n.Database != "" || n.SSLMode != "" {
+				return fmt.Errorf("%s: user, password, password_env, database and sslmode are for postgres and mariadb nodes (remove them)", w)
+			}
+		case KindPostgres, KindMariaDB:
+			if err := n.checkLogin(); err != nil {
+				return fmt.Errorf("%s: %w", w, err)
+			}
 		default:
-			return fmt.Errorf("%s: unknown kind %q (use redis, sentinel, zookeeper or etcd)", w, n.Kind)
+			return fmt.Errorf("%s: unknown kind %q (use redis, sentinel, zookeeper, etcd, postgres or mariadb)", w, n.Kind)
 		}
 		if err := checkHostPort(n.Address); err != nil {
 			return fmt.Errorf("%s: address %q: %v (write host:port, e.g. 10.0.0.5:6379)", w, n.Address, err)
@@ -174,6 +202,44 @@ func (f *ExternalFile) check() error {
 	}
 	_, err := f.Topology()
 	return err
+}
+
+// checkLogin checks a SQL node's login and fills its defaults: PostgreSQL's user postgres, its
+// database the user's name (as libpq's), sslmode disable; the password from password_env.
+func (n *ExternalNode) checkLogin() error {
+	switch {
+	case n.Password != "" && n.PasswordEnv != "":
+		return errors.New("password and password_env both set (keep one)")
+	case n.PasswordEnv != "":
+		p, ok := os.LookupEnv(n.PasswordEnv)
+		if !ok {
+			return fmt.Errorf("password_env %s is not set (export %s=..., or give password:)", n.PasswordEnv, n.PasswordEnv)
+		}
+		n.Password = p
+	}
+	if n.Kind == KindMariaDB {
+		switch {
+		case n.User == "":
+			return errors.New("no user (add user: the account the clients log in as; GET_LOCK needs no privilege)")
+		case n.SSLMode != "":
+			return errors.New("sslmode is PostgreSQL's (remove it)")
+		}
+		return nil
+	}
+	if n.User == "" {
+		n.User = PostgresUser
+	}
+	if n.Database == "" {
+		n.Database = n.User
+	}
+	switch n.SSLMode {
+	case "":
+		n.SSLMode = "disable"
+	case "disable", "allow", "prefer", "require", "verify-ca", "verify-full":
+	default:
+		return fmt.Errorf("sslmode %q (use disable, allow, prefer, require, verify-ca or verify-full)", n.SSLMode)
+	}
+	return nil
 }
 
 func checkHostPort(s string) error {
@@ -206,10 +272,18 @@ func (f *ExternalFile) Topology() (string, error) {
 		return "", errors.New("only sentinels (list the master and its replicas too, as kind redis)")
 	}
 	if len(count) > 1 {
-		return "", fmt.Errorf("the nodes mix kinds %v (one cluster file holds one cluster: redis masters, redis with sentinels, ZooKeeper members or etcd members)", kindList(count))
+		return "", fmt.Errorf("the nodes mix kinds %v (one cluster file holds one cluster: redis masters, redis with sentinels, ZooKeeper members, etcd members, or one SQL server)", kindList(count))
 	}
 	n := len(f.Nodes)
-	switch f.Nodes[0].Kind {
+	switch k := f.Nodes[0].Kind; k {
+	case KindPostgres, KindMariaDB:
+		if n > 1 {
+			return "", fmt.Errorf("%d %s nodes (list the one server the clients use; a standby or a pooler in front runs on the local backend only)", n, k)
+		}
+		if k == KindMariaDB {
+			return MariaDB, nil
+		}
+		return Postgres, nil
 	case KindRedis:
 		if n == 1 {
 			return RedisSingle, nil
@@ -230,7 +304,7 @@ func (f *ExternalFile) Topology() (string, error) {
 
 func kindList(count map[Kind]int) []string {
 	var out []string
-	for _, k := range []Kind{KindRedis, KindZooKeeper, KindEtcd, KindSentinel} {
+	for _, k := range []Kind{KindRedis, KindZooKeeper, KindEtcd, KindSentinel, KindPostgres, KindMariaDB} {
 		if count[k] > 0 {
 			out = append(out, string(k))
 		}

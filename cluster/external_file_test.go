@@ -20,7 +20,15 @@ func TestParseExternal(t *testing.T) {
 		{name: "etcd-1", yaml: "nodes:\n  - {name: e1, kind: etcd, address: a:2379}\n", topology: Etcd},
 		{name: "unknown field", yaml: "nodes:\n  - name: r1\n    kind: redis\n    adress: a:1\n", err: "line 4: field adress not found"},
 		{name: "unknown top field", yaml: "nodez: []\n", err: "line 1: field nodez not found"},
-		{name: "unknown kind", yaml: "nodes:\n  - name: r1\n    kind: mysql\n    address: a:1\n", err: `line 2: node r1: unknown kind "mysql" (use redis, sentinel, zookeeper or etcd)`},
+		{name: "unknown kind", yaml: "nodes:\n  - name: r1\n    kind: mysql\n    address: a:1\n", err: `line 2: node r1: unknown kind "mysql" (use redis, sentinel, zookeeper, etcd, postgres or mariadb)`},
+		{name: "postgres", yaml: "nodes:\n  - {name: pg-1, kind: postgres, address: a:5432, user: app, password: 's3 cr/et'}\n", topology: Postgres},
+		{name: "mariadb", yaml: "nodes:\n  - {name: m1, kind: mariadb, address: a:3306, user: app}\n", topology: MariaDB},
+		{name: "mariadb without user", yaml: "nodes:\n  - {name: m1, kind: mariadb, address: a:3306}\n", err: "line 2: node m1: no user (add user:"},
+		{name: "two postgres", yaml: "nodes:\n  - {name: p1, kind: postgres, address: a:1}\n  - {name: p2, kind: postgres, address: b:1}\n", err: "2 postgres nodes (list the one server"},
+		{name: "login on redis", yaml: "nodes:\n  - {name: r1, kind: redis, address: a:1, user: app}\n", err: "are for postgres and mariadb nodes"},
+		{name: "password twice", yaml: "nodes:\n  - {name: p1, kind: postgres, address: a:1, password: x, password_env: HOME}\n", err: "password and password_env both set"},
+		{name: "password_env unset", yaml: "nodes:\n  - {name: p1, kind: postgres, address: a:1, password_env: LOCKCHAOS_TEST_UNSET_PW}\n", err: "password_env LOCKCHAOS_TEST_UNSET_PW is not set (export"},
+		{name: "bad sslmode", yaml: "nodes:\n  - {name: p1, kind: postgres, address: a:1, sslmode: maybe}\n", err: `sslmode "maybe"`},
 		{name: "sentinel", yaml: "nodes:\n  - {name: r1, kind: redis, address: a:1}\n  - {name: r2, kind: redis, address: b:1}\n  - {name: s1, kind: sentinel, address: a:2}\n", topology: RedisSentinel},
 		{name: "sentinels only", yaml: "nodes:\n  - {name: s1, kind: sentinel, address: a:1}\n", err: "only sentinels"},
 		{name: "mixed", yaml: "nodes:\n  - {name: r1, kind: redis, address: a:1}\n  - {name: z1, kind: zookeeper, address: a:2}\n", err: "mix kinds [redis zookeeper]"},
@@ -51,6 +59,25 @@ func TestParseExternal(t *testing.T) {
 				t.Errorf("topology %s, want %s", got, tc.topology)
 			}
 		})
+	}
+}
+
+// TestExternalSQLLogin: a SQL node's login takes PostgreSQL's defaults (user postgres, its
+// database the user's name, sslmode disable), a password from the variable password_env names,
+// and escapes every part of the URL the clients connect with.
+func TestExternalSQLLogin(t *testing.T) {
+	t.Setenv("LOCKCHAOS_TEST_PW", "p@ss word/?")
+	f, err := ParseExternal([]byte("nodes:\n  - {name: pg-1, kind: postgres, address: db:5432, password_env: LOCKCHAOS_TEST_PW}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := f.Nodes[0].login()
+	if want := (SQLLogin{User: "postgres", Password: "p@ss word/?", Database: "postgres", SSLMode: "disable"}); l != want {
+		t.Errorf("login %+v, want %+v", l, want)
+	}
+	l.AppName = "lockchaos-x-client-1"
+	if got, want := l.PostgresURL("db:5432"), "postgres://postgres:p%40ss%20word%2F%3F@db:5432/postgres?application_name=lockchaos-x-client-1&connect_timeout=2&sslmode=disable"; got != want {
+		t.Errorf("URL %s, want %s", got, want)
 	}
 }
 

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -23,7 +24,7 @@ type Probe struct {
 }
 
 // ProbeExternal checks every node of f (a TCP dial, then its protocol's ping: redis PING,
-// ZooKeeper srvr, etcd /health) and every toxiproxy API (its proxy list), in parallel, and
+// ZooKeeper srvr, etcd /health, a SQL session of the file's login) and every toxiproxy API (its proxy list), in parallel, and
 // returns the checks in file order.
 func ProbeExternal(ctx context.Context, f *ExternalFile) []Probe {
 	var out []Probe
@@ -65,11 +66,21 @@ func probeNode(ctx context.Context, n ExternalNode) error {
 	if err := dial(ctx, n.Address); err != nil {
 		return err
 	}
-	if err := pinger(n.Kind, n.Address)(ctx); err != nil {
-		return fmt.Errorf("answers, but not as %s: %w", n.Kind, err)
+	if err := pinger(n)(ctx); err != nil {
+		return &wrongAnswer{kind: n.Kind, err: err}
 	}
 	return nil
 }
+
+// wrongAnswer: a node took the connection but did not answer as its kind (or, a SQL server,
+// refused the file's login).
+type wrongAnswer struct {
+	kind Kind
+	err  error
+}
+
+func (e *wrongAnswer) Error() string { return fmt.Sprintf("answers, but not as %s: %v", e.kind, e.err) }
+func (e *wrongAnswer) Unwrap() error { return e.err }
 
 func probeAPI(ctx context.Context, addr string) error {
 	if err := dial(ctx, addr); err != nil {
@@ -83,6 +94,11 @@ func probeAPI(ctx context.Context, addr string) error {
 // naming the first that does not and the fix.
 func Reachable(ctx context.Context, f *ExternalFile) error {
 	for _, p := range ProbeExternal(ctx, f) {
+		var wrong *wrongAnswer
+		if errors.As(p.Err, &wrong) {
+			return fmt.Errorf("%w: %s at %s %v (check its kind, and a SQL server's user, password, database and sslmode, in cluster file %s; lockchaos doctor --cluster checks them all)",
+				ErrBadSpec, p.What, p.Addr, p.Err, f.Path)
+		}
 		if p.Err != nil {
 			return fmt.Errorf("%w: %s at %s is unreachable: %v (start it, or fix its address in cluster file %s; lockchaos doctor --cluster checks them all)",
 				ErrBadSpec, p.What, p.Addr, p.Err, f.Path)

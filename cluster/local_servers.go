@@ -72,6 +72,9 @@ func (b *local) zooKeeperArgv(m *process) ([]string, error) {
 	}
 	cfg, err := writeConfig(m.dir, "zoo.cfg", lines)
 	argv := append([]string{javaBin}, zkJVMFlags...)
+	if f := zkArchiveFlag(); f != "" {
+		argv = append(argv, f)
+	}
 	argv = append(argv, "-Dzookeeper.log.dir="+m.dir,
 		"-cp", zookeeperJar+":"+slf4jSimpleJar,
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg)

@@ -64,6 +64,7 @@ func init() {
 		start:        (*topo).startMariaDB,
 		leader:       serverOf(KindMariaDB),
 		idleTimeout:  true,
+		sql:          KindMariaDB,
 		killSessions: mariadbKillSessions,
 	})
 }
@@ -154,20 +155,9 @@ func mariadbInit(dir, cnf string, port int, cred *syscall.Credential) error {
 // its sessions (information_schema.PROCESSLIST.USER shows the name a client gave).
 func MariaDBClientUser(client int) string { return ClientAppName(client) }
 
-// MariaDBConfig is the driver config of the account user at addr: no password, no TLS, a 2 s
-// dial timeout, and no driver log on stderr (a killed session is the point of a fault here).
-func MariaDBConfig(addr, user string) *mysql.Config {
-	cfg := mysql.NewConfig()
-	cfg.User, cfg.Net, cfg.Addr = user, "tcp", addr
-	cfg.Timeout = 2 * time.Second
-	cfg.InterpolateParams = true
-	cfg.Logger = &mysql.NopLogger{}
-	return cfg
-}
-
-// mariadbOpen returns one connection (one session) of user at addr, and how to close it.
-func mariadbOpen(ctx context.Context, addr, user string) (*sql.Conn, func(), error) {
-	c, err := mysql.NewConnector(MariaDBConfig(addr, user))
+// mariadbOpen returns one connection (one session) of l at addr, and how to close it.
+func mariadbOpen(ctx context.Context, addr string, l SQLLogin) (*sql.Conn, func(), error) {
+	c, err := mysql.NewConnector(l.MySQLConfig(addr))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -180,9 +170,16 @@ func mariadbOpen(ctx context.Context, addr, user string) (*sql.Conn, func(), err
 	return conn, func() { conn.Close(); db.Close() }, nil
 }
 
-// mariadbAdmin opens the harness's own connection to the server (never through a client's proxy).
-func mariadbAdmin(ctx context.Context, addr string) (*sql.Conn, func(), error) {
-	return mariadbOpen(ctx, addr, MariaDBAdmin)
+// mariadbPing is nil once the server at addr accepts l's session and answers.
+func mariadbPing(ctx context.Context, addr string, l SQLLogin) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	conn, done, err := mariadbOpen(ctx, addr, l)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return conn.PingContext(ctx)
 }
 
 // mariadbReady is nil once the server answers, and makes (once; it stays in the data dir) the
@@ -191,7 +188,7 @@ func mariadbAdmin(ctx context.Context, addr string) (*sql.Conn, func(), error) {
 func mariadbReady(ctx context.Context, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	conn, done, err := mariadbAdmin(ctx, addr)
+	conn, done, err := mariadbOpen(ctx, addr, SQLLogin{User: MariaDBAdmin})
 	if err != nil {
 		return err
 	}
@@ -204,12 +201,18 @@ func mariadbReady(ctx context.Context, addr string) error {
 // information_schema.PROCESSLIST through an admin connection to the server itself, and waits
 // (up to 2 s) until each has left the list: a session's user-level locks are released as its
 // thread ends, which KILL only asks for.
+//
+// On an external server the clients share the cluster file's user: their sessions cannot be told
+// apart, and the fault is refused (unfired, the run unknown, with the reason).
 func mariadbKillSessions(c *topo, ctx context.Context, client int) (int, error) {
+	if c.spec.External != nil {
+		return 0, fmt.Errorf("%w: the clients of an external mariadb share the cluster file's user, so their sessions cannot be told apart (run session-kill on the local backend)", ErrNoSessions)
+	}
 	name, err := serverOf(KindMariaDB)(c, ctx)
 	if err != nil {
 		return 0, err
 	}
-	conn, done, err := mariadbAdmin(ctx, c.byName[name].Addr)
+	conn, done, err := mariadbOpen(ctx, c.byName[name].Addr, *c.sqlLogin(0))
 	if err != nil {
 		return 0, err
 	}

@@ -12,7 +12,7 @@ import (
 
 func mariadbClient(t *testing.T, ctx context.Context, addr string, client int) *sql.Conn {
 	t.Helper()
-	conn, done, err := mariadbOpen(ctx, addr, MariaDBClientUser(client))
+	conn, done, err := mariadbOpen(ctx, addr, SQLLogin{User: MariaDBClientUser(client)})
 	if err != nil {
 		t.Fatalf("connect to %s: %v", addr, err)
 	}

@@ -36,6 +36,7 @@ func init() {
 		start:        (*topo).startPgBouncer,
 		leader:       pgServer,
 		idleTimeout:  true,
+		sql:          KindPostgres,
 		killSessions: pgKillSessions,
 	})
 }
@@ -66,7 +67,7 @@ func (c *topo) startPgBouncer(ctx context.Context) error {
 		if cfgErr != nil {
 			return cfgErr
 		}
-		return pgPing(ctx, pb.Addr)
+		return pgPing(ctx, pb.Addr, localPgAdmin)
 	}
 	c.add(pb)
 	c.add(pg)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -54,13 +55,21 @@ var pgFlags = []string{
 	"-c", "log_connections=off",
 }
 
+// pgPort is a PostgreSQL container's port: the official image's.
+const pgPort = 5432
+
 func init() {
+	// The data dir is the server's state, kept by a restart as the local backend keeps it;
+	// PostgreSQL refuses to run as root (the official image's --user postgres).
+	registerContainer(KindPostgres, container{port: pgPort, reuse: true, user: "postgres", ready: 45 * time.Second, start: postgresContainer})
 	registerTopology(Postgres, topology{
 		nodes:        oneServer(Postgres),
 		needs:        pgRequirements,
+		image:        func(s Spec) string { return s.PostgresImage },
 		start:        (*topo).startPostgres,
 		leader:       pgServer,
 		idleTimeout:  true,
+		sql:          KindPostgres,
 		killSessions: pgKillSessions,
 	})
 }
@@ -110,8 +119,8 @@ func (c *topo) newPostgresNode(name string, port int) (*node, error) {
 // user) at the first start, and extra server flags.
 func (c *topo) newPgNode(name string, port int, mkData func(dir string, cred *syscall.Credential) error, flags ...string) (*node, error) {
 	cred, err := serverCred()
-	if err != nil {
-		return nil, err
+	if err != nil && c.be.name() == Local {
+		return nil, err // the docker backend's server runs as its image's user
 	}
 	var initErr error
 	argv := func(dir string) []string {
@@ -133,7 +142,7 @@ func (c *topo) newPgNode(name string, port int, mkData func(dir string, cred *sy
 		if initErr != nil {
 			return initErr
 		}
-		return pgPing(ctx, nd.Addr)
+		return pgPing(ctx, nd.Addr, localPgAdmin)
 	}
 	return nd, nil
 }
@@ -164,31 +173,34 @@ func (c *topo) startPostgres(ctx context.Context) error {
 	return c.launchAll(ctx, c.data)
 }
 
-// PostgresURL is the connection string of a PostgreSQL server (or pgbouncer) at addr, for
+// PostgresURL is the connection string of a local PostgreSQL server (or pgbouncer) at addr, for
 // clients and the harness: trust auth, no TLS, the postgres database; appName tags the session
 // (pg_stat_activity.application_name) so SessionKiller can find a client's sessions.
 func PostgresURL(addr, appName string) string {
-	u := fmt.Sprintf("postgres://%s@%s/postgres?sslmode=disable&connect_timeout=2", PostgresUser, addr)
-	if appName != "" {
-		u += "&application_name=" + appName
-	}
-	return u
+	l := localPgAdmin
+	l.AppName = appName
+	return l.PostgresURL(addr)
 }
 
-// pgConnect opens an admin connection to a server (never through a client's proxy).
+// pgConnect opens the harness's connection to a local server (never through a client's proxy).
 func pgConnect(ctx context.Context, addr string) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig(PostgresURL(addr, "lockchaos-harness"))
+	return pgConnectAs(ctx, addr, localPgAdmin)
+}
+
+// pgConnectAs opens a connection to the server at addr as l.
+func pgConnectAs(ctx context.Context, addr string, l SQLLogin) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(l.PostgresURL(addr))
 	if err != nil {
 		return nil, err
 	}
 	return pgx.ConnectConfig(ctx, cfg)
 }
 
-// pgPing is nil once the server accepts a connection and answers a query.
-func pgPing(ctx context.Context, addr string) error {
+// pgPing is nil once the server at addr accepts l's connection and answers a query.
+func pgPing(ctx context.Context, addr string, l SQLLogin) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	conn, err := pgConnect(ctx, addr)
+	conn, err := pgConnectAs(ctx, addr, l)
 	if err != nil {
 		return err
 	}
@@ -213,14 +225,14 @@ func pgKillSessions(c *topo, ctx context.Context, client int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	conn, err := pgConnect(ctx, c.byName[name].Addr)
+	conn, err := pgConnectAs(ctx, c.byName[name].Addr, *c.sqlLogin(0))
 	if err != nil {
 		return 0, err
 	}
 	defer conn.Close(context.Background())
 	// pg_terminate_backend(pid, 2000) waits until the backend has exited (its locks released).
 	// Two steps: in one statement the planner may call pg_terminate_backend before it filters.
-	rows, err := conn.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", ClientAppName(client))
+	rows, err := conn.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", c.sqlLogin(client).AppName)
 	if err != nil {
 		return 0, err
 	}
@@ -239,4 +251,25 @@ func pgKillSessions(c *topo, ctx context.Context, client int) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// postgresContainer runs the local backend's server flags (pgFlags), listening on every interface of
+// its container (only its published port on 127.0.0.1 and the run network reach it), without a
+// unix socket, as the local server has none. A server restarted after SIGKILL syncs its data dir
+// before it recovers: file by file (fsync, the default) that outlasted the 45 s readiness wait in
+// 1 of 2 restarts in a container's overlay filesystem under the race detector here; one syncfs
+// (PostgreSQL 14 and later) makes the same data durable at once — and lets initdb skip its own
+// syncs (POSTGRES_INITDB_ARGS=--no-sync, which the official image reads too): a container's
+// first start took 7.4 s with them (BENCHMARKS.md "Cost of a run"). TZ: without it initdb scans
+// every zone file for one matching the container's clock (3 s of its 5.5 s here).
+func postgresContainer(b *docker, _ *dockerNode, _ bool) (cmd, env []string) {
+	cmd = []string{"postgres", "-p", strconv.Itoa(pgPort), "-c", "unix_socket_directories=", "-c", "recovery_init_sync_method=syncfs"}
+	for i := 0; i+1 < len(pgFlags); i += 2 {
+		if strings.HasPrefix(pgFlags[i+1], "listen_addresses=") {
+			cmd = append(cmd, "-c", "listen_addresses=*")
+			continue
+		}
+		cmd = append(cmd, pgFlags[i], pgFlags[i+1])
+	}
+	return append(cmd, pgIdleFlags(b.spec.SessionIdleTimeout)...), []string{"POSTGRES_HOST_AUTH_METHOD=trust", "POSTGRES_INITDB_ARGS=--no-sync", "TZ=UTC"}
 }

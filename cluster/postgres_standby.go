@@ -37,6 +37,7 @@ func init() {
 		replication:  func(c *topo, _ context.Context) (string, error) { return c.replMaster, nil },
 		failover:     (*topo).pgFailover,
 		killSessions: pgKillSessions,
+		sql:          KindPostgres,
 		endpoints:    func(_ *topo, e *Endpoints) { e.MultiHost = true },
 	})
 }

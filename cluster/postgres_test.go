@@ -109,8 +109,11 @@ func TestPostgresNodesAndBackends(t *testing.T) {
 	if _, err := (Spec{Topology: Postgres, Nodes: 2}).normalize(); !errors.Is(err, ErrBadSpec) {
 		t.Errorf("postgres with 2 nodes: %v, want ErrBadSpec", err)
 	}
-	if _, err := (Spec{Topology: Postgres, Backend: Docker}).normalize(); !errors.Is(err, ErrBadSpec) {
-		t.Errorf("postgres on docker: %v, want ErrBadSpec", err)
+	if _, err := (Spec{Topology: Postgres, Backend: Docker}).normalize(); err != nil {
+		t.Errorf("postgres on docker: %v, want it taken (lockchaos/postgres)", err)
+	}
+	if _, err := (Spec{Topology: PostgresPgBouncer, Backend: Docker}).normalize(); !errors.Is(err, ErrBadSpec) {
+		t.Errorf("postgres-pgbouncer on docker: %v, want ErrBadSpec (no pgbouncer image)", err)
 	}
 	if !CanKillSessions(Postgres) || CanKillSessions(RedisSingle) {
 		t.Errorf("CanKillSessions: postgres %v, redis-single %v", CanKillSessions(Postgres), CanKillSessions(RedisSingle))

@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -27,7 +29,12 @@ func redisImage(s Spec) string { return s.RedisImage }
 // nodes is a master; the faults' "master" selector picks redis-1).
 func firstNode(c *topo, _ context.Context) (string, error) { return c.data[0].Name, nil }
 
+// redisPort is a redis container's port: the official image's.
+const redisPort = 6379
+
 func init() {
+	// A restarted redis container is a fresh one: empty, as a restarted server without fsync.
+	registerContainer(KindRedis, container{port: redisPort, ready: 15 * time.Second, start: redisContainer})
 	registerTopology(RedisSingle, topology{
 		nodes:  func(int) (int, error) { return 1, nil }, // Spec.Nodes is ignored
 		needs:  redisNeeds,
@@ -100,4 +107,35 @@ func (c *topo) startRedisMasters(ctx context.Context) error {
 		c.add(c.redisNode(fmt.Sprintf("redis-%d", i+1), p, nil))
 	}
 	return c.launchAll(ctx, c.data)
+}
+
+// redisArgs turns config lines into redis-server arguments ("port 6379" → "--port", "6379"), so
+// a container needs no config file. redis-server joins them back into config lines, quoting each
+// argument, so a quoted empty value ("") must become an empty argument.
+func redisArgs(lines []string) []string {
+	var args []string
+	for _, l := range lines {
+		f := strings.Fields(l)
+		args = append(args, "--"+f[0])
+		for _, v := range f[1:] {
+			if u, err := strconv.Unquote(v); err == nil {
+				v = u
+			}
+			args = append(args, v)
+		}
+	}
+	return args
+}
+
+// redisContainer runs the local backend's config (redisConfig), except that the server listens on
+// every interface of its container: only its published port on 127.0.0.1 and the run network
+// reach it.
+func redisContainer(_ *docker, m *dockerNode, restart bool) (cmd, env []string) {
+	n := m.n
+	lines := redisConfig(redisPort, containerData)
+	lines = append(lines, "bind 0.0.0.0", "protected-mode no")
+	if !restart {
+		lines = append(lines, n.srv.first...)
+	}
+	return append([]string{"redis-server"}, redisArgs(lines)...), nil
 }

@@ -12,7 +12,12 @@ import (
 // elsewhere).
 var redisSentinelBin = "redis-sentinel"
 
+// sentinelPort is a sentinel container's port: Sentinel's default.
+const sentinelPort = 26379
+
 func init() {
+	// Sentinel's config is its state: Restart starts the same container again.
+	registerContainer(KindSentinel, container{port: sentinelPort, reuse: true, start: sentinelContainer})
 	registerTopology(RedisSentinel, topology{
 		nodes: func(int) (int, error) { return 2, nil }, // the master and its replica; Spec.Nodes is ignored
 		needs: func() []Requirement {
@@ -221,4 +226,26 @@ func (c *topo) masterName() string {
 		return c.spec.External.MasterName
 	}
 	return sentinelMasterName
+}
+
+// sentinelContainer: Sentinel rewrites its config file (its state), so the file is written by sh
+// inside the container on the first start only and kept on Restart, which starts the same
+// container again. The sentinels resolve and announce names, so Sentinel tells clients
+// "container:6379", which Endpoints.Dial maps to the client's proxy.
+func sentinelContainer(_ *docker, m *dockerNode, _ bool) (cmd, env []string) {
+	host, port, _ := net.SplitHostPort(m.n.srv.master.inner)
+	// Names, not addresses: a container's address changes when it is started again.
+	lines := append([]string{"sentinel resolve-hostnames yes", "sentinel announce-hostnames yes"},
+		sentinelConfig(sentinelPort, "/tmp", host, port, m.n.srv.downAfter)...)
+	// Announced by name too, so the sentinels a client discovers through SENTINEL SENTINELS
+	// are reached through its proxies (Dial), not directly at a container address.
+	lines = append(lines, "bind 0.0.0.0", "protected-mode no",
+		"sentinel announce-ip "+m.name, fmt.Sprintf("sentinel announce-port %d", sentinelPort))
+	quoted := make([]string, len(lines))
+	for i, l := range lines {
+		quoted[i] = "'" + l + "'" // no line has a single quote
+	}
+	script := "[ -f /tmp/sentinel.conf ] || printf '%s\\n' " + strings.Join(quoted, " ") +
+		" > /tmp/sentinel.conf; exec redis-server /tmp/sentinel.conf --sentinel"
+	return []string{"sh", "-c", script}, nil
 }

@@ -40,6 +40,9 @@ type topology struct {
 	// killSessions ends client's sessions on the server (SessionKiller); nil when the topology
 	// has no sessions to end.
 	killSessions func(c *topo, ctx context.Context, client int) (int, error)
+	// sql is the kind of SQL server the clients log in to (KindPostgres, KindMariaDB: their
+	// Endpoints.SQL); "" when they do not.
+	sql Kind
 	// idleTimeout is true when the servers take Spec.SessionIdleTimeout.
 	idleTimeout bool
 	// endpoints fills what a client needs beyond the nodes' addresses (redis-sentinel: the

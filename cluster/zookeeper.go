@@ -21,7 +21,12 @@ var (
 // DefaultZooKeeperNodes is the size of an ensemble when Spec.Nodes is 0.
 const DefaultZooKeeperNodes = 3
 
+// zkClientPort is a member container's client port: the official image's.
+const zkClientPort = 2181
+
 func init() {
+	// A member's data dir is its state: Restart starts the same container again.
+	registerContainer(KindZooKeeper, container{port: zkClientPort, reuse: true, ready: 40 * time.Second, start: zooKeeperContainer})
 	registerTopology(ZooKeeper, topology{
 		nodes: func(n int) (int, error) {
 			if n == 0 {
@@ -146,4 +151,31 @@ func (c *topo) zkLeader(ctx context.Context) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no ZooKeeper leader now (%s)", strings.Join(errs, "; "))
+}
+
+// zooKeeperContainer configures a member through the official zookeeper image's environment
+// (ZOO_MY_ID, ZOO_SERVERS, ...), which lockchaos/zookeeper reads too, with the local backend's
+// settings (local_servers.go): tickTime from the spec, initLimit 10, syncLimit 5, sessions up to
+// 60 s, and zkJVMFlags. Members find each other by container name on the run network.
+func zooKeeperContainer(b *docker, m *dockerNode, _ bool) (cmd, env []string) {
+	n := m.n
+	env = []string{
+		fmt.Sprintf("ZOO_MY_ID=%d", n.srv.id),
+		fmt.Sprintf("ZOO_TICK_TIME=%d", b.spec.ZKTickTime.Milliseconds()),
+		"ZOO_INIT_LIMIT=10",
+		"ZOO_SYNC_LIMIT=5",
+		"ZOO_4LW_COMMANDS_WHITELIST=*",
+		"ZOO_ADMINSERVER_ENABLED=false",
+		"ZOO_CFG_EXTRA=maxSessionTimeout=60000 quorumListenOnAllIPs=true",
+		"JVMFLAGS=" + strings.Join(zkJVMFlags, " "),
+	}
+	if len(n.srv.ensemble) > 1 {
+		var servers []string
+		for _, e := range n.srv.ensemble {
+			host, _, _ := net.SplitHostPort(e.inner)
+			servers = append(servers, fmt.Sprintf("server.%d=%s:2888:3888;%d", e.srv.id, host, zkClientPort))
+		}
+		env = append(env, "ZOO_SERVERS="+strings.Join(servers, " "))
+	}
+	return nil, env
 }

@@ -55,7 +55,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Topology: cfg.Topology, Nodes: cfg.Nodes, Backend: cfg.Backend, Clients: cfg.Clients,
 		Proxies: cfg.Proxies == ProxyAlways || (cfg.Proxies == ProxyAuto && len(cfg.Faults) > 0),
 		Log:     cfg.Log, External: cfg.external,
-		RedisImage: cfg.RedisImage, ZooKeeperImage: cfg.ZooKeeperImage,
+		RedisImage: cfg.RedisImage, ZooKeeperImage: cfg.ZooKeeperImage, PostgresImage: cfg.PostgresImage,
 		SessionIdleTimeout: cfg.ServerIdleTimeout,
 	}
 	// Links are parsed only for the runs whose faults act at a command (DESIGN.md §14).
@@ -265,6 +265,10 @@ func newClients(cfg Config, info algorithms.Info, cl cluster.Cluster, env *env, 
 		acfg.Cluster, acfg.MultiHost = ep.Cluster, ep.MultiHost
 		if ep.MasterName != "" {
 			acfg.Sentinel = &algorithms.SentinelConfig{MasterName: ep.MasterName, Addrs: ep.SentinelAddrs}
+		}
+		if ep.SQL != nil {
+			l := algorithms.SQLLogin(*ep.SQL)
+			acfg.SQL = &l
 		}
 		locker, err := info.New(acfg)
 		if err != nil {

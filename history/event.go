@@ -19,11 +19,13 @@ const (
 	// judged, but it proves no safety: the checker makes it unknown unless it is unsafe.
 	TypeAbort Type = "abort"
 	// TypeStop says the run ended early because its verdict could no longer change: Name is the
-	// verdict so far ("unsafe" or "safe"), Detail why. Unsafe: a violation was found while the
-	// run went on — a violation in a prefix of a history is one in the whole history, as
-	// linearizability is prefix-closed, so a run stopped unsafe whose whole history is not is
-	// judged unknown. Safe: every planned fault fired and healed, and a lease and the stuck
-	// limit passed after the last heal with the evidence in.
+	// verdict so far ("unsafe", "safe" or "stuck"), Detail why. Unsafe: a violation was found
+	// while the run went on — a violation in a prefix of a history is one in the whole history,
+	// as linearizability is prefix-closed, so a run stopped unsafe whose whole history is not is
+	// judged unknown. Safe: every planned fault fired and was over (a crash or a kill for good at
+	// its instant), and a lease and the stuck limit passed after the last heal with the evidence
+	// in. Stuck: every planned fault fired and was over, and clients then waited the stuck limit
+	// with no grant; a run stopped stuck whose whole history is not stuck is judged unknown.
 	TypeStop Type = "stop"
 	// TypeWire is one of a lock's commands or replies as it crossed a client's parsed link
 	// (DESIGN.md §14): when a request left the proxy for the server, or a reply left it for the

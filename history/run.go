@@ -21,7 +21,7 @@ type Run struct {
 	// course; the first, should there be more).
 	Abort string
 	// Stop is why the run ended early once decided, from its stop line ("" when it ran its full
-	// time); StopVerdict the verdict it was decided with ("unsafe" or "safe").
+	// time); StopVerdict the verdict it was decided with ("unsafe", "safe" or "stuck").
 	Stop, StopVerdict string
 	// Wire holds the wire lines, in time order: the lock's commands and replies on its parsed
 	// links (none when no fault acted on the wire).

@@ -31,9 +31,11 @@ type Segment struct {
 	Meta   Meta
 	End    int64
 	Faults []FaultSpan
-	// Wire are the wire lines read after the previous cut and before this one, in file order:
-	// those of the segment's stretch of time (recorders write them stamped, in time order), so
-	// every command its own operations sent between invocation and completion.
+	// Wire are the requests a client sent while one of its releases was under way (invoked, and
+	// not completed before the request's time), read after the previous cut and before this one,
+	// in file order: the late release a cause names is among them. They are all of the wire a
+	// segment carries — a parsed run writes several wire lines per operation, and a segment that
+	// could not be cut for minutes held them all (issue 29: most of a soak's memory).
 	Wire []WireLine
 }
 
@@ -56,7 +58,8 @@ type Segment struct {
 // is tried again when the segment has grown by an eighth.
 func ReadSegments(r io.Reader, minOps int, cut func(meta *Meta, ops []Operation, t int64) bool, fn func(*Segment) error) (*Run, error) {
 	var meta Meta
-	s := segmenter{meta: &meta, minOps: max(minOps, 1), next: max(minOps, 1), cut: cut, fn: fn, faultIdx: map[int64]int{}}
+	s := segmenter{meta: &meta, minOps: max(minOps, 1), next: max(minOps, 1), cut: cut, fn: fn, faultIdx: map[int64]int{},
+		relOpen: map[int]int{}, relDone: map[int]int64{}}
 	var warnings []string
 	if err := scan(r, &meta, &warnings, s.add); err != nil {
 		return nil, err
@@ -84,9 +87,13 @@ type segmenter struct {
 	// The fault spans, unfired faults and abort so far, and the index of the spans by fault id.
 	faults   Run
 	faultIdx map[int64]int
-	// The segment's wire lines, handed over with it: kept for the whole run, they were most of a
-	// long parsed soak's memory (issue 29).
-	wire []WireLine
+	// The segment's wire lines (Segment.Wire), handed over with it: kept for the whole run,
+	// they were most of a long parsed soak's memory (issue 29). A request is kept when its
+	// client has a release open, or completed at or after the request's time.
+	wire    []WireLine
+	relOpen map[int]int   // client → its releases invoked and not completed
+	relDone map[int]int64 // client → the latest completion of its releases
+
 	// Over the segment's operations: the latest invocation and completion, and how many of the
 	// open ones are not acquires.
 	maxCall, maxDone int64
@@ -117,6 +124,9 @@ func (s *segmenter) add(e *Event) error {
 		if e.Op != OpAcquire {
 			s.openOther++
 		}
+		if e.Op == OpRelease {
+			s.relOpen[e.Client]++
+		}
 	case TypeOk, TypeFail, TypeInfo:
 		j, ok := s.open.get(e.ID)
 		if !ok {
@@ -140,6 +150,8 @@ func (s *segmenter) add(e *Event) error {
 				// its release was invoked, and when an unknown release took effect is the
 				// lock's state, which cut decides on.
 				s.held.del(o.Acq)
+				s.relOpen[o.Client]--
+				s.relDone[o.Client] = max(s.relDone[o.Client], e.AtNs)
 			}
 		case e.Type == TypeOk:
 			s.held.put(o.ID, 0)
@@ -154,7 +166,9 @@ func (s *segmenter) add(e *Event) error {
 	case TypeStop:
 		addStop(&s.faults, e)
 	case TypeWire:
-		s.wire = append(s.wire, wireLine(e))
+		if e.Dir != WireReply && (s.relOpen[e.Client] > 0 || e.AtNs <= s.relDone[e.Client]) {
+			s.wire = append(s.wire, wireLine(e))
+		}
 	}
 	return nil
 }

@@ -8,11 +8,15 @@
 #   lockchaos/zookeeper  a jlink'ed Java runtime, ZooKeeper's jar and its dependencies, slf4j,
 #                        /bin/sh, and an entrypoint that reads the official zookeeper image's
 #                        environment (ZOO_MY_ID, ZOO_SERVERS, ZOO_TICK_TIME, ..., JVMFLAGS)
+#   lockchaos/postgres   Debian's PostgreSQL server (initdb, postgres, its modules and share
+#                        files, tzdata), /bin/sh, and an entrypoint that does what the official
+#                        postgres image does for lockchaos: run as --user postgres, initdb at the
+#                        first start, POSTGRES_HOST_AUTH_METHOD for every address
 #
 # An image is rebuilt only when its inputs changed: each carries a label lockchaos.hash over its
 # inputs, and an image whose label matches is kept. --force rebuilds anyway.
 #
-# usage: images/build.sh [--force] [redis] [zookeeper]     (default: both)
+# usage: images/build.sh [--force] [redis] [zookeeper] [postgres]     (default: all three)
 set -eu
 
 force=0
@@ -20,18 +24,18 @@ want=""
 for a in "$@"; do
 	case "$a" in
 	--force) force=1 ;;
-	redis | zookeeper) want="$want $a" ;;
+	redis | zookeeper | postgres) want="$want $a" ;;
 	-h | --help)
-		sed -n '2,16p' "$0"
+		sed -n '2,20p' "$0"
 		exit 0
 		;;
 	*)
-		echo "images/build.sh: unknown argument $a (use --force, redis, zookeeper)" >&2
+		echo "images/build.sh: unknown argument $a (use --force, redis, zookeeper, postgres)" >&2
 		exit 254
 		;;
 	esac
 done
-[ -n "$want" ] || want="redis zookeeper"
+[ -n "$want" ] || want="redis zookeeper postgres"
 
 die() {
 	echo "images/build.sh: $*" >&2
@@ -76,8 +80,9 @@ base() {
 	add "$root" /bin/dash
 	ln -s dash "$root/usr/bin/sh"
 	printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'redis:x:999:999::/data:/bin/sh' \
-		'zookeeper:x:1000:1000::/data:/bin/sh' 'nobody:x:65534:65534:nobody:/nonexistent:/bin/sh' >"$root/etc/passwd"
-	printf '%s\n' 'root:x:0:' 'redis:x:999:' 'zookeeper:x:1000:' 'nogroup:x:65534:' >"$root/etc/group"
+		'zookeeper:x:1000:1000::/data:/bin/sh' 'postgres:x:1001:1001::/var/lib/postgresql:/bin/sh' \
+		'nobody:x:65534:65534:nobody:/nonexistent:/bin/sh' >"$root/etc/passwd"
+	printf '%s\n' 'root:x:0:' 'redis:x:999:' 'zookeeper:x:1000:' 'postgres:x:1001:' 'nogroup:x:65534:' >"$root/etc/group"
 	printf '%s\n' 'hosts: files dns' >"$root/etc/nsswitch.conf"
 }
 
@@ -230,6 +235,58 @@ EOF
 		--change 'EXPOSE 2181 2888 3888' \
 		--change 'ENTRYPOINT ["/docker-entrypoint.sh"]' \
 		--change 'CMD ["zkServer.sh", "start-foreground"]'
+}
+
+build_postgres() {
+	bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+	[ -n "$bindir" ] && [ -x "$bindir/postgres" ] && [ -x "$bindir/initdb" ] ||
+		die "no /usr/lib/postgresql/<version>/bin/postgres (apt-get install postgresql)"
+	pglib=$(dirname "$bindir")
+	major=$(basename "$pglib")
+	share=/usr/share/postgresql/$major
+	[ -d "$share" ] || die "$share not found (apt-get install postgresql)"
+	[ -d /usr/share/zoneinfo ] || die "/usr/share/zoneinfo not found (apt-get install tzdata)"
+	# The modules the server may load, without the JIT's (it links LLVM: 100 MB; jit is off).
+	mods=$(ls "$pglib"/lib/*.so | grep -v llvmjit)
+	# shellcheck disable=SC2086
+	hash=$(fingerprint "$bindir/postgres" "$bindir/initdb" "$share/postgres.bki" /bin/dash $mods)
+	if current lockchaos/postgres "$hash"; then
+		echo "images/build.sh: lockchaos/postgres:latest is current (hash $hash; --force rebuilds)"
+		return
+	fi
+	root="$work/postgres"
+	base "$root"
+	# shellcheck disable=SC2086
+	add "$root" "$bindir/postgres" "$bindir/initdb" $mods
+	mkdir -p "$root$share" "$root/usr/share/zoneinfo" "$root/var/lib/postgresql"
+	cp -a "$share/." "$root$share/"
+	cp -a /usr/share/zoneinfo/. "$root/usr/share/zoneinfo/"
+	# The files are root's (docker import): the server's user makes its data dir in a sticky dir.
+	chmod 1777 "$root/var/lib/postgresql"
+	cat >"$root/docker-entrypoint.sh" <<'EOF'
+#!/bin/sh
+# lockchaos/postgres: what the official postgres image does for lockchaos. Run it with --user
+# postgres; the data dir is made by initdb at the first start (kept when the container is started
+# again, with POSTGRES_INITDB_ARGS), and every address is let in with POSTGRES_HOST_AUTH_METHOD
+# (trust by default here).
+set -e
+if [ "${1#-}" != "$1" ]; then set -- postgres "$@"; fi
+if [ "$1" = postgres ] && [ ! -s "$PGDATA/PG_VERSION" ]; then
+	auth=${POSTGRES_HOST_AUTH_METHOD:-trust}
+	# shellcheck disable=SC2086
+	initdb -D "$PGDATA" -U "${POSTGRES_USER:-postgres}" -A "$auth" -E UTF8 --locale=C --no-instructions $POSTGRES_INITDB_ARGS >/dev/null
+	echo "host all all all $auth" >>"$PGDATA/pg_hba.conf"
+fi
+exec "$@"
+EOF
+	chmod 755 "$root/docker-entrypoint.sh"
+	import lockchaos/postgres "$hash" "$root" \
+		--change "ENV PATH=$bindir:/usr/bin:/bin" \
+		--change 'ENV PGDATA=/var/lib/postgresql/data' \
+		--change 'WORKDIR /var/lib/postgresql' \
+		--change 'EXPOSE 5432' \
+		--change 'ENTRYPOINT ["/docker-entrypoint.sh"]' \
+		--change 'CMD ["postgres"]'
 }
 
 for w in $want; do

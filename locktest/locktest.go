@@ -11,7 +11,8 @@
 // The lock sees lockchaos only through algorithms.Config and algorithms.Lease:
 //
 //   - Config.Addrs (or Config.Sentinel) are this client's own proxied addresses, and Config.Dial,
-//     when set, must be used for every connection, so that a fault can cut one client off.
+//     when set, must be used for every connection, so that a fault can cut one client off. On a
+//     SQL topology Config.SQL is how to log in (user, password, database, application_name).
 //   - Config.TTL is the lease to ask the server for (Config.SessionTimeout the ZooKeeper session
 //     timeout); Config.Name the lock's name; Config.Clock is the client's clock (read time
 //     through it and the clock-skew scenario can skew yours); Config.Rand is a seeded source.

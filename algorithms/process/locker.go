@@ -199,9 +199,7 @@ func (l *Locker) init() error {
 	if s := l.cfg.Sentinel; s != nil {
 		req.SentinelMaster, req.SentinelAddresses = s.MasterName, s.Addrs
 	}
-	if lg, ok := algorithms.SQLLoginFor(topology, l.cfg.Client); ok {
-		req.SQLLogin = &lg
-	}
+	req.SQLLogin = l.cfg.SQL
 	r, err := l.call(context.Background(), req, time.Now().Add(l.spec.InitTimeout), 0)
 	if err != nil {
 		return err

@@ -26,9 +26,9 @@ import (
 // is --parallel 2 with no loop (make run's default before this measure), in the same run. A level
 // is kept only when all its repeats are clean.
 func BenchmarkMatrixParallel(b *testing.B) {
-	levels := envInts(b, "BENCH_MATRIX_PARALLEL", []int{2, 4, 8})
-	loads := envInts(b, "BENCH_MATRIX_LOADS", []int{0, 2})
-	reps := envInts(b, "BENCH_MATRIX_REPEATS", []int{bench.Repeats(5)})[0]
+	levels := envInts(b, "BENCH_MATRIX_PARALLEL", []int{2, 4, 8}, 1)
+	loads := envInts(b, "BENCH_MATRIX_LOADS", []int{0, 2}, 0)
+	reps := envInts(b, "BENCH_MATRIX_REPEATS", []int{bench.Repeats(5)}, 1)[0]
 	bin := testenv.BuildCLI(b)
 	load := bench.LoadAvg()
 	type level struct {

@@ -62,6 +62,10 @@ func main() {
 	redis.SetLogger(quiet{}) // failed dials under faults are expected; each run's history has them
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	// A bad input (a process client that cannot run here, a missing server) fails every run
+	// alike: the first one ends the reproduction, and no row of harness errors reaches the table.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 
 	m := runner.Matrix{Runs: *runs, Parallel: *parallel,
 		Keep: func(c scenarios.Cell) bool {
@@ -101,6 +105,9 @@ func main() {
 		r := byCell[rc.Scenario+"/"+rc.Algorithm]
 		r.runs++
 		fmt.Fprintf(os.Stderr, "%s × %s run %d: %s\n", rc.Algorithm, rc.Scenario, rc.Run, verdictOf(rc))
+		if runner.BadInput(err) {
+			cancel(err)
+		}
 		if err != nil || rc.Result == nil {
 			r.misses = append(r.misses, fmt.Sprintf("run %d: %v", rc.Run, err))
 			return
@@ -120,6 +127,10 @@ func main() {
 	}
 	// Seeds 1..R: run i of every cell has seed i. A harness error is counted as a miss of its run.
 	_, _ = runner.RunMatrix(ctx, m, runner.Options{Out: *out, Seed: 1})
+	if err := context.Cause(ctx); runner.BadInput(err) {
+		fmt.Fprintf(os.Stderr, "reproduce: %v (nothing written to %s)\n", err, *bench)
+		os.Exit(254)
+	}
 
 	var lines []line
 	for _, r := range rows {

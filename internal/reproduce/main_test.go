@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -162,5 +164,43 @@ func TestWithOthers(t *testing.T) {
 	}
 	if _, _, err := withOthers(ss, cells, algs, []string{"no-such-lock"}); err == nil || !strings.Contains(err.Error(), "no-such-lock") {
 		t.Errorf("an unknown algorithm: %v, want an error naming it", err)
+	}
+}
+
+// TestMain runs main() instead of the tests when LOCKCHAOS_REPRODUCE_MAIN is set: the tests run
+// the command as a user does, in a process of its own.
+func TestMain(m *testing.M) {
+	if os.Getenv("LOCKCHAOS_REPRODUCE_MAIN") == "1" {
+		os.Args = append([]string{"reproduce"}, strings.Fields(os.Getenv("LOCKCHAOS_REPRODUCE_ARGS"))...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// A bad input fails every run alike: the first run that meets it ends the reproduction with 254,
+// and the table is left as it was (a missing server here: PATH holds no redis-server).
+func TestBadInputWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	bench := filepath.Join(dir, "BENCHMARKS.md")
+	if err := os.WriteFile(bench, []byte(section), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "PATH="+t.TempDir(), "LOCKCHAOS_REPRODUCE_MAIN=1",
+		"LOCKCHAOS_REPRODUCE_ARGS=--runs 5 --scenarios baseline --algorithms setnx --bench "+bench+" --out "+filepath.Join(dir, "out"))
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 254 {
+		t.Fatalf("exit: %v, want 254; output:\n%s", err, out)
+	}
+	if got, _ := os.ReadFile(bench); string(got) != section {
+		t.Errorf("the table changed:\n%s", got)
+	}
+	if n := strings.Count(string(out), "setnx × baseline run "); n != 1 {
+		t.Errorf("%d runs reported, want 1 (the first bad input ends it); output:\n%s", n, out)
+	}
+	if !strings.Contains(string(out), "nothing written") {
+		t.Errorf("no line saying the table was left alone; output:\n%s", out)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/lockchaos/lockchaos/internal/browsertest"
 	"github.com/lockchaos/lockchaos/internal/runner"
 	"github.com/lockchaos/lockchaos/internal/testenv"
+	"github.com/lockchaos/lockchaos/reports"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -20,7 +21,10 @@ import (
 // release GET is answered late, a waiter takes the lock over, and the holder's DEL removes the new
 // holder's key. The verdict line (decided_by) and the report must name that release — which
 // client's which operation at what time — not a generic cause; the report is read in a real
-// browser.
+// browser. The cell must break the lock in one of three seeds: a run breaks it only when the held
+// reply returns after a takeover and a third client acquires within the new holder's hold, which
+// a loaded machine missed once (how often the catalogue's cell catches it is selftest's and
+// BENCHMARKS.md's measure; this test is about naming the cause).
 func TestServiceViolationNamesItsCause(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs against real servers")
@@ -34,14 +38,21 @@ func TestServiceViolationNamesItsCause(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	rc, _, err := runner.RunCell(ctx, cell, runner.Options{Out: out, Seed: 1}, 0)
-	if errors.Is(err, cluster.ErrMissingBinary) {
-		testenv.MissingServer(t, err)
-	}
-	if err != nil {
-		t.Fatalf("run: %v", err)
+	var rc reports.Cell
+	for seed := int64(1); seed <= 3; seed++ {
+		rc, _, err = runner.RunCell(ctx, cell, runner.Options{Out: out, Seed: seed}, 0)
+		if errors.Is(err, cluster.ErrMissingBinary) {
+			testenv.MissingServer(t, err)
+		}
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		t.Logf("seed %d: %s (%s)", seed, rc.Result.Verdict, rc.Result.DecidedBy)
+		if rc.Result.Verdict == checker.Unsafe {
+			break
+		}
 	}
 	r := rc.Result
 	if r.Verdict != checker.Unsafe || r.ViolationClass == nil || *r.ViolationClass != checker.ServiceClass {

@@ -37,6 +37,10 @@ func TestGoLibraries(t *testing.T) {
 		// A finding: the lock's context outlives its keys under a partition (the README says it
 		// is cancelled immediately).
 		{"rueidislock", "rueidislock-partition", "unsafe-client", "../../docs/examples/rueidislock-partition.yaml"},
+		{"pglock", "baseline", "safe", ""},
+		// A heartbeat lease without a fence: the paused holder's heartbeats stop with it, a
+		// waiter steals the row, and the holder writes on waking.
+		{"pglock", "client-pause", "unsafe-client", ""},
 		{"zk-lock", "baseline", "safe", ""},
 		// samuel/go-zookeeper #20: the holder is never told it lost the lock, and writes after its
 		// client learned the session expired.

@@ -177,6 +177,9 @@ func RunMatrix(ctx context.Context, m Matrix, o Options) (*MatrixResult, error) 
 			continue
 		}
 		g.Go(func() error {
+			if ctx.Err() != nil {
+				return nil // interrupted while this job waited for a slot: not run
+			}
 			do := func() (reports.Cell, error) {
 				if j.cell.NA == "" && m.Started != nil {
 					m.Started(j.cell, j.run)

@@ -68,13 +68,19 @@ func firstRules(a soak.AlgorithmResult) []int {
 }
 
 // TestSoakFindsReplaysEmits: a soak of setnx-px (a plain DEL releases whatever key is there) under
-// late releases and pauses finds it unsafe without being aimed, names the faults, sees it live;
-// its plan is a scenario file; a replay of the plan breaks the lock under the same faults first;
-// and the first violation's faults, emitted and shrunk, break it again on their own.
+// late releases finds it unsafe without being aimed, names the faults, sees it live; its plan is a
+// scenario file; a replay of the plan breaks the lock under the same faults first; and the first
+// violation's faults, emitted and shrunk, break it again on their own.
+//
+// Late releases only: each is held until another client holds the lock, so the plain DEL lands
+// on a holder's key every time it fires. Client pauses in the mix made the test a coin toss (CI,
+// twice): a holder paused before its release past the lease deletes a later holder's key only if
+// one holds at the instant it wakes, and a third acquires within that holder's 10 ms — the first
+// violation came under such a pause, and its replay, or the two runs of its emitted probe, missed.
 func TestSoakFindsReplaysEmits(t *testing.T) {
 	out := t.TempDir()
 	rep := soaked(t, soak.Options{Algorithms: []string{"setnx-px"}, Time: 15 * time.Second, Rate: 30, Seed: 5,
-		Faults: []string{"late-release", "client-pause"}, Emit: true, Out: out})
+		Faults: []string{"late-release"}, Emit: true, Out: out})
 	a := rep.Algorithms[0]
 	if a.Verdict != checker.Unsafe || a.Incidents == 0 || a.First == nil {
 		t.Fatalf("setnx-px: %s with %d incidents, want unsafe (%s)", a.Verdict, a.Incidents, a.DecidedBy)
@@ -100,8 +106,8 @@ func TestSoakFindsReplaysEmits(t *testing.T) {
 		t.Errorf("emitted %s: %v, want one scenario with at most the %d faults of the first violation", a.Emitted, err, len(firstRules(a)))
 	}
 	t.Logf("emitted: %s", a.EmitNote)
-	if len(em) == 1 && len(em[0].Faults) == 1 && em[0].Faults[0].Kind == "client-pause" && !strings.Contains(a.EmitNote, "size shrunk") {
-		t.Errorf("the emitted pause was not shrunk: %s", a.EmitNote)
+	if len(em) == 1 && len(em[0].Faults) == 1 && !strings.Contains(a.EmitNote, "size shrunk") {
+		t.Errorf("the emitted late release was not shrunk: %s", a.EmitNote)
 	}
 
 	if !slices.Equal(a.FirstRules, firstRules(a)) {
