@@ -63,7 +63,7 @@ TEST_ENV = LOCKCHAOS_REQUIRE_SERVERS=1 LOCKCHAOS_REQUIRE_BROWSER=1 LOCKCHAOS_REQ
 # timed one; the selftest's cells wait on their faults too, four at a time.
 test: deps images clients vet build ## install what the tests need, run every test (real servers, Docker, a real browser) with -race, each fuzz test briefly, then the selftest once
 	$(GO) test -race -count=1 -exec /bin/true ./... > /dev/null
-	$(MAKE) --no-print-directory -j 2 --output-sync=target test-serverless fuzz FUZZTIME=10s
+	$(MAKE) --no-print-directory -j 2 --output-sync=target test-serverless fuzz FUZZTIME=5s
 	$(TEST_ENV) $(GO) test -race -count=1 -p 3 -timeout 40m $(WITH_SERVERS)
 	$(BIN) selftest --parallel 4 --out $(OUT)/selftest
 
