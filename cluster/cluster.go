@@ -79,12 +79,13 @@ type Spec struct {
 	// MariaDB's wait_timeout, in whole seconds rounded up): how soon a vanished or idle holder's
 	// session, and its session lock, is dropped (DESIGN.md §15). Local backend only.
 	SessionIdleTimeout time.Duration
-	// RedisImage, ZooKeeperImage and PostgresImage are the docker backend's images (default
-	// redis:7, zookeeper:3.8 and postgres:16; `make images` builds lockchaos/redis,
-	// lockchaos/zookeeper and lockchaos/postgres offline).
+	// RedisImage, ZooKeeperImage, PostgresImage and MariaDBImage are the docker backend's images
+	// (default redis:7, zookeeper:3.8, postgres:16 and mariadb:10.11; `make images` builds
+	// lockchaos/redis, lockchaos/zookeeper, lockchaos/postgres and lockchaos/mariadb offline).
 	RedisImage     string
 	ZooKeeperImage string
 	PostgresImage  string
+	MariaDBImage   string
 }
 
 // Node is one server.

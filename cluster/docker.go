@@ -19,6 +19,7 @@ const (
 	DefaultRedisImage     = "redis:7"
 	DefaultZooKeeperImage = "zookeeper:3.8"
 	DefaultPostgresImage  = "postgres:16"
+	DefaultMariaDBImage   = "mariadb:10.11"
 )
 
 // docker is the docker backend: every server is a container on a network of its own run, with
@@ -44,6 +45,9 @@ func prepareDocker(ctx context.Context, spec Spec) (Spec, func(context.Context) 
 	}
 	if spec.PostgresImage == "" {
 		spec.PostgresImage = DefaultPostgresImage
+	}
+	if spec.MariaDBImage == "" {
+		spec.MariaDBImage = DefaultMariaDBImage
 	}
 	pool, err := dockerPool(ctx)
 	if err != nil {

@@ -30,6 +30,7 @@ func dockerRequirements() []Requirement {
 		imageRequirement(pool, "redis image", DefaultRedisImage, "lockchaos/redis", "--redis-image"),
 		imageRequirement(pool, "zookeeper image", DefaultZooKeeperImage, "lockchaos/zookeeper", "--zookeeper-image"),
 		imageRequirement(pool, "postgres image", DefaultPostgresImage, "lockchaos/postgres", "--postgres-image"),
+		imageRequirement(pool, "mariadb image", DefaultMariaDBImage, "lockchaos/mariadb", "--mariadb-image"),
 	}
 }
 

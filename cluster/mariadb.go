@@ -16,7 +16,8 @@ import (
 )
 
 // MariaDB is one MariaDB server (DESIGN.md §15), Debian's mariadb-server, its data dir made by
-// mariadb-install-db per run.
+// mariadb-install-db per run; on the docker backend, a container of the MariaDB image (make
+// images builds lockchaos/mariadb with its data dir made).
 const MariaDB = "mariadb"
 
 // KindMariaDB is a MariaDB server.
@@ -57,10 +58,16 @@ func mariadbConfig(port int) []string {
 	}
 }
 
+// mariadbPort is the server's port in a container, as the official image has it.
+const mariadbPort = 3306
+
 func init() {
+	// The data dir is the server's state, kept by a restart as the local backend keeps it.
+	registerContainer(KindMariaDB, container{port: mariadbPort, reuse: true, ready: 45 * time.Second, start: mariadbContainer})
 	registerTopology(MariaDB, topology{
 		nodes:        oneServer(MariaDB),
 		needs:        mariadbRequirements,
+		image:        func(s Spec) string { return s.MariaDBImage },
 		start:        (*topo).startMariaDB,
 		leader:       serverOf(KindMariaDB),
 		idleTimeout:  true,
@@ -96,8 +103,8 @@ func (c *topo) startMariaDB(ctx context.Context) error {
 		return err
 	}
 	cred, err := runAs(mariadbUserName)
-	if err != nil {
-		return err
+	if err != nil && c.be.name() == Local {
+		return err // a container's server runs as its image has it
 	}
 	// The data dir is made at the first start and kept on Restart: a restart is a new mariadbd
 	// over the same data (InnoDB recovers it), and what lives in memory — sessions and their
@@ -108,11 +115,7 @@ func (c *topo) startMariaDB(ctx context.Context) error {
 		initErr = mariadbInit(dir, cnf, ports[0], cred)
 		out := []string{mariadbdBin, "--defaults-file=" + cnf, "--datadir=" + filepath.Join(dir, "data"),
 			"--pid-file=" + filepath.Join(dir, "mariadbd.pid")}
-		if d := c.spec.SessionIdleTimeout; d > 0 {
-			s := strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10) // whole seconds, rounded up
-			out = append(out, "--wait_timeout="+s, "--interactive_timeout="+s)
-		}
-		return out
+		return append(out, mariadbIdleFlags(c.spec.SessionIdleTimeout)...)
 	}
 	nd := c.newNode("mariadb-1", KindMariaDB, ports, server{argv: argv, cred: cred})
 	nd.ready = func(ctx context.Context) error {
@@ -123,6 +126,36 @@ func (c *topo) startMariaDB(ctx context.Context) error {
 	}
 	c.add(nd)
 	return c.launchAll(ctx, c.data)
+}
+
+// mariadbIdleFlags end a session idle for d, in whole seconds rounded up (none for 0).
+func mariadbIdleFlags(d time.Duration) []string {
+	if d <= 0 {
+		return nil
+	}
+	s := strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
+	return []string{"--wait_timeout=" + s, "--interactive_timeout=" + s}
+}
+
+// mariadbContainer runs the server with the local backend's options (mariadbConfig) on every
+// address of the container, its data dir the image's: lockchaos/mariadb's, made at build, or the
+// official image's, made by its entrypoint at the first start with an empty root password on
+// every host. The same command runs in both (the official entrypoint runs it as mysql, where
+// --user=root is ignored with a warning).
+func mariadbContainer(b *docker, _ *dockerNode, _ bool) (cmd, env []string) {
+	cmd = []string{"mariadbd", "--no-defaults", "--user=root", "--datadir=/var/lib/mysql",
+		"--port=" + strconv.Itoa(mariadbPort), "--bind-address=0.0.0.0"}
+	for _, line := range mariadbConfig(mariadbPort)[1:] {
+		key, value, set := strings.Cut(line, " =")
+		switch {
+		case key == "bind-address" || key == "port" || key == "socket": // the container's own
+		case set:
+			cmd = append(cmd, "--"+key+"="+strings.TrimSpace(value))
+		default:
+			cmd = append(cmd, "--"+key)
+		}
+	}
+	return append(cmd, mariadbIdleFlags(b.spec.SessionIdleTimeout)...), []string{"MARIADB_ALLOW_EMPTY_ROOT_PASSWORD=1", "TZ=UTC"}
 }
 
 // mariadbInit writes the option file and makes the data dir, once.
@@ -183,8 +216,9 @@ func mariadbPing(ctx context.Context, addr string, l SQLLogin) error {
 }
 
 // mariadbReady is nil once the server answers, and makes (once; it stays in the data dir) the
-// anonymous account on 127.0.0.1 the clients log in through: any name, no password, no
-// privileges — user-level locks need none.
+// anonymous account the clients log in through: any name, no password, no privileges —
+// user-level locks need none. On every host: the local server listens on 127.0.0.1 only, and a
+// container's clients come from its network's gateway.
 func mariadbReady(ctx context.Context, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
@@ -193,7 +227,7 @@ func mariadbReady(ctx context.Context, addr string) error {
 		return err
 	}
 	defer done()
-	_, err = conn.ExecContext(ctx, "CREATE USER IF NOT EXISTS ''@'127.0.0.1'")
+	_, err = conn.ExecContext(ctx, "CREATE USER IF NOT EXISTS ''@'%'")
 	return err
 }
 

@@ -12,11 +12,16 @@
 #                        files, tzdata), /bin/sh, and an entrypoint that does what the official
 #                        postgres image does for lockchaos: run as --user postgres, initdb at the
 #                        first start, POSTGRES_HOST_AUTH_METHOD for every address
+#   lockchaos/mariadb    Debian's MariaDB server (mariadbd, its error messages and charsets)
+#                        with a data dir made here by mariadb-install-db (the image carries no
+#                        shell tools to make one at start): root and an anonymous account on
+#                        every address, no password, as the official image with
+#                        MARIADB_ALLOW_EMPTY_ROOT_PASSWORD; runs as root (--user=root)
 #
 # An image is rebuilt only when its inputs changed: each carries a label lockchaos.hash over its
 # inputs, and an image whose label matches is kept. --force rebuilds anyway.
 #
-# usage: images/build.sh [--force] [redis] [zookeeper] [postgres]     (default: all three)
+# usage: images/build.sh [--force] [redis] [zookeeper] [postgres] [mariadb]     (default: all four)
 set -eu
 
 force=0
@@ -24,18 +29,18 @@ want=""
 for a in "$@"; do
 	case "$a" in
 	--force) force=1 ;;
-	redis | zookeeper | postgres) want="$want $a" ;;
+	redis | zookeeper | postgres | mariadb) want="$want $a" ;;
 	-h | --help)
-		sed -n '2,20p' "$0"
+		sed -n '2,25p' "$0"
 		exit 0
 		;;
 	*)
-		echo "images/build.sh: unknown argument $a (use --force, redis, zookeeper, postgres)" >&2
+		echo "images/build.sh: unknown argument $a (use --force, redis, zookeeper, postgres, mariadb)" >&2
 		exit 254
 		;;
 	esac
 done
-[ -n "$want" ] || want="redis zookeeper postgres"
+[ -n "$want" ] || want="redis zookeeper postgres mariadb"
 
 die() {
 	echo "images/build.sh: $*" >&2
@@ -287,6 +292,44 @@ EOF
 		--change 'EXPOSE 5432' \
 		--change 'ENTRYPOINT ["/docker-entrypoint.sh"]' \
 		--change 'CMD ["postgres"]'
+}
+
+build_mariadb() {
+	bin=/usr/sbin/mariadbd
+	install=/usr/bin/mariadb-install-db
+	[ -x "$bin" ] && [ -x "$install" ] || die "no $bin or $install (apt-get install mariadb-server)"
+	share=/usr/share/mysql
+	hash=$(fingerprint "$bin" "$install" "$share/mysql_system_tables.sql" "$share/english/errmsg.sys" /bin/dash)
+	if current lockchaos/mariadb "$hash"; then
+		echo "images/build.sh: lockchaos/mariadb:latest is current (hash $hash; --force rebuilds)"
+		return
+	fi
+	root="$work/mariadb"
+	base "$root"
+	add "$root" "$bin"
+	mkdir -p "$root$share" "$root/var/lib/mysql" "$root/run/mysqld"
+	cp -a "$share/english" "$share/charsets" "$root$share/"
+	# The data dir, made here: the system tables (no test database, no time zones), then root
+	# and an anonymous account (clients log in under their own names: user-level locks need no
+	# privilege) on every address, as the container's clients come from the network's gateway.
+	# The same small InnoDB files as the local backend's (cluster/mariadb.go).
+	cnf="$work/mariadb.cnf"
+	printf '%s\n' '[mariadbd]' 'innodb_data_file_path = ibdata1:12M:autoextend' 'innodb_log_file_size = 8M' \
+		'innodb_buffer_pool_size = 16M' 'skip-name-resolve' >"$cnf"
+	"$install" --defaults-file="$cnf" --user="$(id -un)" --datadir="$root/var/lib/mysql" \
+		--auth-root-authentication-method=normal --skip-test-db --skip-name-resolve >"$work/mariadb-install.log" 2>&1 ||
+		{ cat "$work/mariadb-install.log" >&2; die "mariadb-install-db failed"; }
+	printf '%s\n' 'FLUSH PRIVILEGES;' "CREATE USER 'root'@'%';" "GRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION;" \
+		"CREATE USER ''@'%';" "DROP USER IF EXISTS 'root'@'$(hostname)';" |
+		"$bin" --defaults-file="$cnf" --user="$(id -un)" --datadir="$root/var/lib/mysql" --bootstrap \
+			--log-warnings=0 >"$work/mariadb-bootstrap.log" 2>&1 ||
+		{ cat "$work/mariadb-bootstrap.log" >&2; die "adding the accounts failed"; }
+	rm -f "$root"/var/lib/mysql/*.err
+	import lockchaos/mariadb "$hash" "$root" \
+		--change 'ENV PATH=/usr/sbin:/usr/bin:/bin' \
+		--change 'WORKDIR /var/lib/mysql' \
+		--change 'EXPOSE 3306' \
+		--change 'CMD ["mariadbd", "--no-defaults", "--user=root", "--datadir=/var/lib/mysql", "--skip-name-resolve"]'
 }
 
 for w in $want; do

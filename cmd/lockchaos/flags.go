@@ -33,6 +33,7 @@ type common struct {
 	full          bool
 	zkImage       string
 	pgImage       string
+	mariadbImage  string
 }
 
 // synopses are the first lines of each command's -h.
@@ -82,6 +83,7 @@ func newFlags(name string, c *common) *flag.FlagSet {
 	fs.StringVar(&c.clusterFile, "cluster", "", "--backend external: YAML cluster file of the servers and their fault controls (docs/external.md)")
 	fs.StringVar(&c.redisImage, "redis-image", "", "docker backend: Redis image (default "+cluster.DefaultRedisImage+"; make images builds lockchaos/redis offline)")
 	fs.StringVar(&c.pgImage, "postgres-image", "", "docker backend: PostgreSQL image (default "+cluster.DefaultPostgresImage+"; make images builds lockchaos/postgres offline)")
+	fs.StringVar(&c.mariadbImage, "mariadb-image", "", "docker backend: MariaDB image (default "+cluster.DefaultMariaDBImage+"; make images builds lockchaos/mariadb offline)")
 	fs.StringVar(&c.zkImage, "zookeeper-image", "", "docker backend: ZooKeeper image (default "+cluster.DefaultZooKeeperImage+"; make images builds lockchaos/zookeeper)")
 	return fs
 }
@@ -171,6 +173,6 @@ func (c *common) validate() error {
 func (c *common) options() runner.Options {
 	o := runner.Options{Out: c.out, Backend: c.backend, Proxies: c.proxy, Seed: c.seed,
 		Duration: c.duration, Clients: c.clients, TTL: c.ttl, Version: version,
-		RedisImage: c.redisImage, ZooKeeperImage: c.zkImage, PostgresImage: c.pgImage, ClusterFile: c.clusterFile, Full: c.full}
+		RedisImage: c.redisImage, ZooKeeperImage: c.zkImage, PostgresImage: c.pgImage, MariaDBImage: c.mariadbImage, ClusterFile: c.clusterFile, Full: c.full}
 	return o
 }

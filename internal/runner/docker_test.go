@@ -32,9 +32,11 @@ func TestDockerMatchesLocal(t *testing.T) {
 		// it) before the server was back: unknown (4 of 4 under two CPU burners and -race; 9 of 9
 		// unloaded gave the expected Us).
 		{"baseline", "pg-advisory"}, {"session-kill", "pg-advisory"},
+		// MariaDB likewise: the harness's KILL comes from the network's gateway, as root@'%'.
+		{"baseline", "mysql-get-lock"}, {"session-kill", "mysql-get-lock"},
 	}
 	o := runner.Options{Out: t.TempDir(), Backend: cluster.Docker, RedisImage: "lockchaos/redis", ZooKeeperImage: "lockchaos/zookeeper",
-		PostgresImage: "lockchaos/postgres"}
+		PostgresImage: "lockchaos/postgres", MariaDBImage: "lockchaos/mariadb"}
 	for _, tc := range cells {
 		t.Run(tc.scenario+"/"+tc.algorithm, func(t *testing.T) {
 			matchesOn(t, tc.scenario, tc.algorithm, o, 3*time.Minute, func(rc reports.Cell, err error) {
