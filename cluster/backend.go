@@ -85,6 +85,8 @@ type server struct {
 	// id and ensemble are a ZooKeeper member's myid and all members.
 	id       int
 	ensemble []*node
+	// pooled is the server a pgbouncer pools (its [databases] host).
+	pooled *node
 	// argv, for servers only the local backend runs (etcd), is the command given the node's dir.
 	argv func(dir string) []string
 	// cred, when set, runs the process as another user: PostgreSQL and pgbouncer refuse to run

@@ -59,8 +59,10 @@ func prepareDocker(ctx context.Context, spec Spec) (Spec, func(context.Context) 
 	} else if n > 0 && spec.Log != nil {
 		fmt.Fprintf(spec.Log, "lockchaos: removed %d containers and networks left by killed runs\n", n)
 	}
-	if err := checkImage(pool, topologyRegistry[spec.Topology].image(spec)); err != nil {
-		return spec, nil, err
+	for _, kind := range topologyRegistry[spec.Topology].containers {
+		if err := checkImage(pool, containers[kind].image(spec)); err != nil {
+			return spec, nil, err
+		}
 	}
 	return spec, func(ctx context.Context) (backend, error) { return openDocker(ctx, spec, pool) }, nil
 }
@@ -110,8 +112,10 @@ func (b *docker) restore(context.Context) error                        { return 
 const containerData = "/data"
 
 // container is how the docker backend runs a server of one kind, registered from the kind's own
-// file with registerContainer; the image is its topology's (topology.image).
+// file with registerContainer.
 type container struct {
+	// image is the image its containers run (a Spec field, or a fixed name).
+	image func(s Spec) string
 	// port is the server's port inside the container: its default, as the official image expects.
 	port int
 	// reuse makes Restart start the same container again, keeping its files (a sentinel's
@@ -143,8 +147,8 @@ func registerContainer(kind Kind, c container) {
 func (b *docker) machine(n *node) machine {
 	c := containers[n.Kind]
 	m := &dockerNode{b: b, n: n, c: c, name: b.prefix() + "-" + n.Name, hostPort: n.ports[0]}
-	if image := topologyRegistry[b.spec.Topology].image; image != nil {
-		m.image = image(b.spec) // else normalizeTopology refused the topology on docker
+	if c.image != nil {
+		m.image = c.image(b.spec) // else run says the backend runs no such server
 	}
 	n.readyTimeout = cmp.Or(c.ready, 20*time.Second)
 	n.Addr = localAddr(m.hostPort)

@@ -100,8 +100,11 @@ func dockerPool(ctx context.Context) (*dockertest.Pool, error) {
 // count against its start-up time).
 func checkImage(pool *dockertest.Pool, image string) error {
 	if _, err := pool.Client.InspectImage(image); err != nil {
+		if errors.Is(err, dc.ErrNoSuchImage) && strings.HasPrefix(image, "lockchaos/") {
+			return fmt.Errorf("%w: docker image %s not present: run make images (builds it offline from the host's packages)", ErrMissingBinary, image)
+		}
 		if errors.Is(err, dc.ErrNoSuchImage) {
-			return fmt.Errorf("%w: docker image %s not present: run make images (builds lockchaos/redis, lockchaos/zookeeper, lockchaos/postgres and lockchaos/mariadb offline) and pass --redis-image lockchaos/redis --zookeeper-image lockchaos/zookeeper --postgres-image lockchaos/postgres --mariadb-image lockchaos/mariadb, or docker pull %s", ErrMissingBinary, image, image)
+			return fmt.Errorf("%w: docker image %s not present: run make images (builds lockchaos/redis, lockchaos/zookeeper, lockchaos/postgres, lockchaos/mariadb and lockchaos/pgbouncer offline) and pass --redis-image lockchaos/redis --zookeeper-image lockchaos/zookeeper --postgres-image lockchaos/postgres --mariadb-image lockchaos/mariadb, or docker pull %s", ErrMissingBinary, image, image)
 		}
 		return fmt.Errorf("inspect docker image %s: %w", image, err)
 	}

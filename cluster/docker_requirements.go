@@ -31,11 +31,12 @@ func dockerRequirements() []Requirement {
 		imageRequirement(pool, "zookeeper image", DefaultZooKeeperImage, "lockchaos/zookeeper", "--zookeeper-image"),
 		imageRequirement(pool, "postgres image", DefaultPostgresImage, "lockchaos/postgres", "--postgres-image"),
 		imageRequirement(pool, "mariadb image", DefaultMariaDBImage, "lockchaos/mariadb", "--mariadb-image"),
+		imageRequirement(pool, "pgbouncer image", "", PgBouncerImage, ""),
 	}
 }
 
 // imageRequirement is OK when the official image or the locally built one is present, and says
-// which flag picks the local one.
+// which flag picks the local one; official "": there is none, the local one is the image.
 func imageRequirement(pool *dockertest.Pool, name, official, local, flag string) Requirement {
 	r := Requirement{Name: name}
 	has := func(image string) string {
@@ -44,6 +45,14 @@ func imageRequirement(pool *dockertest.Pool, name, official, local, flag string)
 			return ""
 		}
 		return fmt.Sprintf("%s (%d MB, %s)", image, img.Size/1e6, img.Created.Format(time.DateOnly))
+	}
+	if official == "" {
+		if r.Detail = has(local); r.Detail != "" {
+			r.OK = true
+		} else {
+			r.Detail, r.Fix = local+" is not present", "run make images (builds "+local+" offline from the host's packages)"
+		}
+		return r
 	}
 	o, l := has(official), has(local)
 	switch {

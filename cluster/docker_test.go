@@ -390,8 +390,17 @@ func TestDockerMissingImage(t *testing.T) {
 func TestDockerRequirements(t *testing.T) {
 	needDocker(t)
 	rs := Requirements(Docker)
-	if len(rs) != 4 || !rs[0].OK || !strings.Contains(rs[0].Detail, "Docker Engine") || rs[3].Name != "postgres image" {
+	if len(rs) != 6 || !rs[0].OK || !strings.Contains(rs[0].Detail, "Docker Engine") || rs[3].Name != "postgres image" ||
+		rs[4].Name != "mariadb image" || rs[5].Name != "pgbouncer image" {
 		t.Fatalf("Requirements(docker) = %+v", rs)
+	}
+	// An image with no official one (pgbouncer's): missing, make images is the fix.
+	pool, err := dockerPool(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := imageRequirement(pool, "x image", "", "lockchaos/no-such-image", ""); r.OK || !strings.Contains(r.Fix, "make images") {
+		t.Errorf("a missing image without an official one: %+v, want not OK and make images as the fix", r)
 	}
 	for _, r := range rs {
 		t.Logf("%-16s ok=%v %s", r.Name, r.OK, r.Detail)

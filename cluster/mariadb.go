@@ -63,11 +63,11 @@ const mariadbPort = 3306
 
 func init() {
 	// The data dir is the server's state, kept by a restart as the local backend keeps it.
-	registerContainer(KindMariaDB, container{port: mariadbPort, reuse: true, ready: 45 * time.Second, start: mariadbContainer})
+	registerContainer(KindMariaDB, container{image: func(s Spec) string { return s.MariaDBImage }, port: mariadbPort, reuse: true, ready: 45 * time.Second, start: mariadbContainer})
 	registerTopology(MariaDB, topology{
 		nodes:        oneServer(MariaDB),
 		needs:        mariadbRequirements,
-		image:        func(s Spec) string { return s.MariaDBImage },
+		containers:   []Kind{KindMariaDB},
 		start:        (*topo).startMariaDB,
 		leader:       serverOf(KindMariaDB),
 		idleTimeout:  true,

@@ -3,9 +3,11 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -23,16 +25,27 @@ const KindPgBouncer Kind = "pgbouncer"
 // pgBouncerBin is Debian's pgbouncer.
 var pgBouncerBin = "/usr/sbin/pgbouncer"
 
+// PgBouncerImage is the docker backend's pgbouncer: `make images` builds it offline from Debian's
+// pgbouncer (there is no official image to default to); the harness writes its configuration.
+const PgBouncerImage = "lockchaos/pgbouncer"
+
+// pgBouncerPort is pgbouncer's port in a container: its default.
+const pgBouncerPort = 6432
+
 // PgBouncerPoolSize is the server sessions pgbouncer keeps for the clients' database: fewer than
 // the catalogue's 5 clients, so sessions are shared.
 const PgBouncerPoolSize = 2
 
 func init() {
+	// A restart is a fresh pgbouncer with the same configuration: its pools are memory only.
+	registerContainer(KindPgBouncer, container{image: func(Spec) string { return PgBouncerImage }, port: pgBouncerPort,
+		user: "postgres", start: pgBouncerContainer})
 	registerTopology(PostgresPgBouncer, topology{
 		nodes: oneServer(PostgresPgBouncer),
 		needs: func() []Requirement {
 			return append(pgRequirements(), withVersion(checkFile(pgBouncerBin, "pgbouncer"), pgBouncerVersion))
 		},
+		containers:   []Kind{KindPostgres, KindPgBouncer},
 		start:        (*topo).startPgBouncer,
 		leader:       pgServer,
 		idleTimeout:  true,
@@ -54,15 +67,15 @@ func (c *topo) startPgBouncer(ctx context.Context) error {
 		return err
 	}
 	cred, err := serverCred()
-	if err != nil {
-		return err
+	if err != nil && c.be.name() == Local {
+		return err // a container's pgbouncer runs as its image's user
 	}
 	var cfgErr error
 	argv := func(dir string) []string {
 		cfgErr = writePgBouncerConfig(dir, ports[0], ports[1], cred)
 		return []string{pgBouncerBin, filepath.Join(dir, "pgbouncer.ini")}
 	}
-	pb := c.newNode("pgbouncer-1", KindPgBouncer, []int{ports[0]}, server{argv: argv, cred: cred})
+	pb := c.newNode("pgbouncer-1", KindPgBouncer, []int{ports[0]}, server{argv: argv, cred: cred, pooled: pg})
 	pb.ready = func(ctx context.Context) error {
 		if cfgErr != nil {
 			return cfgErr
@@ -77,23 +90,33 @@ func (c *topo) startPgBouncer(ctx context.Context) error {
 	return c.launchAll(ctx, []*node{pb})
 }
 
-// writePgBouncerConfig writes pgbouncer.ini and its auth file into dir. Transaction pooling, a
-// pool of PgBouncerPoolSize, trust auth (as the server's), everything else pgbouncer's default:
-// server_reset_query (DISCARD ALL, which would drop a session's advisory locks) is not run in
-// transaction mode, as server_reset_query_always is off.
+// writePgBouncerConfig writes pgbouncer.ini and its auth file into dir.
 func writePgBouncerConfig(dir string, port, pgPort int, cred *syscall.Credential) error {
 	if err := ownDir(dir, cred); err != nil {
 		return err
 	}
 	auth := filepath.Join(dir, "userlist.txt")
-	if err := os.WriteFile(auth, []byte(strconv.Quote(PostgresUser)+` ""`+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(auth, []byte(pgBouncerUsers), 0o644); err != nil {
 		return err
 	}
-	_, err := writeConfig(dir, "pgbouncer.ini", []string{
+	_, err := writeConfig(dir, "pgbouncer.ini", pgBouncerConfig("127.0.0.1", port, "127.0.0.1", pgPort, auth))
+	return err
+}
+
+// pgBouncerUsers is pgbouncer's auth file: the one user, no password (trust).
+var pgBouncerUsers = strconv.Quote(PostgresUser) + ` ""` + "\n"
+
+// pgBouncerConfig is pgbouncer.ini: listening on listen:port, pooling the server at
+// pgHost:pgPort. Transaction pooling, a pool of PgBouncerPoolSize, trust auth (as the
+// server's), everything else pgbouncer's default: server_reset_query (DISCARD ALL, which would
+// drop a session's advisory locks) is not run in transaction mode, as server_reset_query_always
+// is off.
+func pgBouncerConfig(listen string, port int, pgHost string, pgPort int, auth string) []string {
+	return []string{
 		"[databases]",
-		fmt.Sprintf("postgres = host=127.0.0.1 port=%d dbname=postgres", pgPort),
+		fmt.Sprintf("postgres = host=%s port=%d dbname=postgres", pgHost, pgPort),
 		"[pgbouncer]",
-		"listen_addr = 127.0.0.1",
+		"listen_addr = " + listen,
 		fmt.Sprintf("listen_port = %d", port),
 		"unix_socket_dir = ", // none: TCP only (a node dir's path may be too long for a socket's)
 		"auth_type = trust",
@@ -107,8 +130,22 @@ func writePgBouncerConfig(dir string, port, pgPort int, cred *syscall.Credential
 		"ignore_startup_parameters = extra_float_digits",
 		"log_connections = 0",
 		"log_disconnections = 0",
-	})
-	return err
+	}
+}
+
+// pgBouncerContainer writes the configuration into the container's /tmp and runs pgbouncer on
+// every address of the container, pooling the server's container by name.
+func pgBouncerContainer(_ *docker, m *dockerNode, _ bool) (cmd, env []string) {
+	host, port, _ := net.SplitHostPort(m.n.srv.pooled.inner)
+	pgPort, _ := strconv.Atoi(port)
+	lines := pgBouncerConfig("0.0.0.0", pgBouncerPort, host, pgPort, "/tmp/userlist.txt")
+	quoted := make([]string, len(lines))
+	for i, l := range lines {
+		quoted[i] = "'" + l + "'" // no line has a single quote
+	}
+	script := "printf '%s\\n' " + strings.Join(quoted, " ") + " > /tmp/pgbouncer.ini && printf '%s' '" +
+		pgBouncerUsers + "' > /tmp/userlist.txt && exec pgbouncer /tmp/pgbouncer.ini"
+	return []string{"sh", "-c", script}, nil
 }
 
 // pgBouncerVersion turns "PgBouncer 1.18.0\n..." into "1.18.0".

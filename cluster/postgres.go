@@ -61,11 +61,11 @@ const pgPort = 5432
 func init() {
 	// The data dir is the server's state, kept by a restart as the local backend keeps it;
 	// PostgreSQL refuses to run as root (the official image's --user postgres).
-	registerContainer(KindPostgres, container{port: pgPort, reuse: true, user: "postgres", ready: 45 * time.Second, start: postgresContainer})
+	registerContainer(KindPostgres, container{image: func(s Spec) string { return s.PostgresImage }, port: pgPort, reuse: true, user: "postgres", ready: 45 * time.Second, start: postgresContainer})
 	registerTopology(Postgres, topology{
 		nodes:        oneServer(Postgres),
 		needs:        pgRequirements,
-		image:        func(s Spec) string { return s.PostgresImage },
+		containers:   []Kind{KindPostgres},
 		start:        (*topo).startPostgres,
 		leader:       pgServer,
 		idleTimeout:  true,

@@ -34,14 +34,14 @@ const redisPort = 6379
 
 func init() {
 	// A restarted redis container is a fresh one: empty, as a restarted server without fsync.
-	registerContainer(KindRedis, container{port: redisPort, ready: 15 * time.Second, start: redisContainer})
+	registerContainer(KindRedis, container{image: redisImage, port: redisPort, ready: 15 * time.Second, start: redisContainer})
 	registerTopology(RedisSingle, topology{
-		nodes:  func(int) (int, error) { return 1, nil }, // Spec.Nodes is ignored
-		needs:  redisNeeds,
-		doctor: redisDoctor,
-		image:  redisImage,
-		start:  (*topo).startRedisMasters,
-		master: firstNode,
+		nodes:      func(int) (int, error) { return 1, nil }, // Spec.Nodes is ignored
+		needs:      redisNeeds,
+		doctor:     redisDoctor,
+		containers: []Kind{KindRedis},
+		start:      (*topo).startRedisMasters,
+		master:     firstNode,
 	})
 	registerTopology(RedisMulti, topology{
 		nodes: func(n int) (int, error) {
@@ -50,11 +50,11 @@ func init() {
 			}
 			return n, nil
 		},
-		needs:  redisNeeds,
-		doctor: redisDoctor,
-		image:  redisImage,
-		start:  (*topo).startRedisMasters,
-		master: firstNode,
+		needs:      redisNeeds,
+		doctor:     redisDoctor,
+		containers: []Kind{KindRedis},
+		start:      (*topo).startRedisMasters,
+		master:     firstNode,
 	})
 }
 

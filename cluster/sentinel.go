@@ -17,7 +17,7 @@ const sentinelPort = 26379
 
 func init() {
 	// Sentinel's config is its state: Restart starts the same container again.
-	registerContainer(KindSentinel, container{port: sentinelPort, reuse: true, start: sentinelContainer})
+	registerContainer(KindSentinel, container{image: redisImage, port: sentinelPort, reuse: true, start: sentinelContainer})
 	registerTopology(RedisSentinel, topology{
 		nodes: func(int) (int, error) { return 2, nil }, // the master and its replica; Spec.Nodes is ignored
 		needs: func() []Requirement {
@@ -29,7 +29,7 @@ func init() {
 				withVersion(checkCommand(redisSentinelBin, "redis-sentinel"), redisVersion),
 			}
 		},
-		image:       redisImage,
+		containers:  []Kind{KindRedis, KindSentinel},
 		start:       (*topo).startSentinelTopology,
 		master:      (*topo).sentinelMaster,
 		replication: func(c *topo, _ context.Context) (string, error) { return c.replMaster, nil },

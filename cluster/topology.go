@@ -20,9 +20,10 @@ type topology struct {
 	// Redis and ZooKeeper keep it apart from needs so that a Start does not pay for `java
 	// -version`, and so that doctor may report what a start can do without (slf4j-simple).
 	doctor func() []Requirement
-	// image returns the docker backend's image for the topology's servers; nil when the
-	// topology has no image and runs on the local backend only (server.argv).
-	image func(s Spec) string
+	// containers lists the kinds of server the topology runs, when the docker backend runs it
+	// (each registered with registerContainer, its image there); nil: it runs on the local
+	// backend only (server.argv).
+	containers []Kind
 	// start adds and launches the data nodes (local and docker backends; the external backend's
 	// nodes come from its cluster file).
 	start func(c *topo, ctx context.Context) error
@@ -71,7 +72,7 @@ func registerTopology(name string, t topology) {
 // it runs on and its number of nodes.
 func normalizeTopology(s Spec) (Spec, error) {
 	t := topologyRegistry[s.Topology]
-	if t.image == nil && s.Backend != Local && s.Backend != External {
+	if t.containers == nil && s.Backend != Local && s.Backend != External {
 		return s, fmt.Errorf("%w: topology %s runs on the local backend only (use --backend local)", ErrBadSpec, s.Topology)
 	}
 	n, err := t.nodes(s.Nodes)
@@ -123,7 +124,7 @@ func (c *topo) startServers(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("%w: no starter for topology %s", ErrBadSpec, c.spec.Topology)
 	}
-	if c.be.name() != Local && t.image == nil {
+	if c.be.name() != Local && t.containers == nil {
 		return fmt.Errorf("%w: topology %s has no docker images (use --backend local)", ErrBadSpec, c.spec.Topology)
 	}
 	return t.start(c, ctx)

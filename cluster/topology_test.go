@@ -6,7 +6,7 @@ import (
 )
 
 // TestTopologiesRegistered: every listed topology registered itself with what every topology
-// must have, and the listing keeps its order (the four of DESIGN.md §3 first, as lockchaos list
+// must have (and a container for each kind it runs on docker), and the listing keeps its order (the four of DESIGN.md §3 first, as lockchaos list
 // has always shown them).
 func TestTopologiesRegistered(t *testing.T) {
 	if len(Topologies) != len(topologyRegistry) {
@@ -21,6 +21,13 @@ func TestTopologiesRegistered(t *testing.T) {
 			t.Errorf("%s has no nodes, needs or start", name)
 		case tp.master == nil && tp.leader == nil:
 			t.Errorf("%s has neither master nor leader", name)
+		}
+		// A topology the docker backend runs has a container, with its image, for each kind.
+		images := Spec{RedisImage: "r", ZooKeeperImage: "z", PostgresImage: "p", MariaDBImage: "m"}
+		for _, kind := range tp.containers {
+			if c, ok := containers[kind]; !ok || c.image == nil || c.image(images) == "" || c.start == nil || c.port == 0 {
+				t.Errorf("%s runs %s servers on docker, but no container with an image, a port and a start is registered for them", name, kind)
+			}
 		}
 	}
 	want := []string{RedisSingle, RedisMulti, RedisSentinel, ZooKeeper, Etcd}

@@ -26,7 +26,7 @@ const zkClientPort = 2181
 
 func init() {
 	// A member's data dir is its state: Restart starts the same container again.
-	registerContainer(KindZooKeeper, container{port: zkClientPort, reuse: true, ready: 40 * time.Second, start: zooKeeperContainer})
+	registerContainer(KindZooKeeper, container{image: func(s Spec) string { return s.ZooKeeperImage }, port: zkClientPort, reuse: true, ready: 40 * time.Second, start: zooKeeperContainer})
 	registerTopology(ZooKeeper, topology{
 		nodes: func(n int) (int, error) {
 			if n == 0 {
@@ -50,8 +50,8 @@ func init() {
 				withVersion(checkFile(slf4jSimpleJar, "libslf4j-java"), jarVersion),
 			}
 		},
-		image: func(s Spec) string { return s.ZooKeeperImage },
-		start: (*topo).startZooKeeper,
+		containers: []Kind{KindZooKeeper},
+		start:      (*topo).startZooKeeper,
 		master: func(*topo, context.Context) (string, error) {
 			return "", fmt.Errorf("topology %s has no master (use Leader)", ZooKeeper)
 		},

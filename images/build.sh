@@ -17,11 +17,13 @@
 #                        shell tools to make one at start): root and an anonymous account on
 #                        every address, no password, as the official image with
 #                        MARIADB_ALLOW_EMPTY_ROOT_PASSWORD; runs as root (--user=root)
+#   lockchaos/pgbouncer  Debian's pgbouncer and /bin/sh: the harness writes its configuration at
+#                        the container's start (there is no official pgbouncer image)
 #
 # An image is rebuilt only when its inputs changed: each carries a label lockchaos.hash over its
 # inputs, and an image whose label matches is kept. --force rebuilds anyway.
 #
-# usage: images/build.sh [--force] [redis] [zookeeper] [postgres] [mariadb]     (default: all four)
+# usage: images/build.sh [--force] [redis] [zookeeper] [postgres] [mariadb] [pgbouncer]  (default: all)
 set -eu
 
 force=0
@@ -29,18 +31,18 @@ want=""
 for a in "$@"; do
 	case "$a" in
 	--force) force=1 ;;
-	redis | zookeeper | postgres | mariadb) want="$want $a" ;;
+	redis | zookeeper | postgres | mariadb | pgbouncer) want="$want $a" ;;
 	-h | --help)
-		sed -n '2,25p' "$0"
+		sed -n '2,27p' "$0"
 		exit 0
 		;;
 	*)
-		echo "images/build.sh: unknown argument $a (use --force, redis, zookeeper, postgres, mariadb)" >&2
+		echo "images/build.sh: unknown argument $a (use --force, redis, zookeeper, postgres, mariadb, pgbouncer)" >&2
 		exit 254
 		;;
 	esac
 done
-[ -n "$want" ] || want="redis zookeeper postgres mariadb"
+[ -n "$want" ] || want="redis zookeeper postgres mariadb pgbouncer"
 
 die() {
 	echo "images/build.sh: $*" >&2
@@ -330,6 +332,26 @@ build_mariadb() {
 		--change 'WORKDIR /var/lib/mysql' \
 		--change 'EXPOSE 3306' \
 		--change 'CMD ["mariadbd", "--no-defaults", "--user=root", "--datadir=/var/lib/mysql", "--skip-name-resolve"]'
+}
+
+build_pgbouncer() {
+	bin=/usr/sbin/pgbouncer
+	[ -x "$bin" ] || die "no $bin (apt-get install pgbouncer)"
+	hash=$(fingerprint "$bin" /bin/dash)
+	if current lockchaos/pgbouncer "$hash"; then
+		echo "images/build.sh: lockchaos/pgbouncer:latest is current (hash $hash; --force rebuilds)"
+		return
+	fi
+	root="$work/pgbouncer"
+	base "$root"
+	add "$root" "$bin"
+	# pgbouncer refuses to run as root: the container runs as postgres, its files in /tmp.
+	import lockchaos/pgbouncer "$hash" "$root" \
+		--change 'ENV PATH=/usr/sbin:/usr/bin:/bin' \
+		--change 'USER postgres' \
+		--change 'WORKDIR /tmp' \
+		--change 'EXPOSE 6432' \
+		--change 'CMD ["pgbouncer", "--version"]'
 }
 
 for w in $want; do

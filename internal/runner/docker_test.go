@@ -34,6 +34,8 @@ func TestDockerMatchesLocal(t *testing.T) {
 		{"baseline", "pg-advisory"}, {"session-kill", "pg-advisory"},
 		// MariaDB likewise: the harness's KILL comes from the network's gateway, as root@'%'.
 		{"baseline", "mysql-get-lock"}, {"session-kill", "mysql-get-lock"},
+		// pgbouncer in a container of its own, pooling the server's container by name.
+		{"pgbouncer-transaction", "pg-advisory"},
 	}
 	o := runner.Options{Out: t.TempDir(), Backend: cluster.Docker, RedisImage: "lockchaos/redis", ZooKeeperImage: "lockchaos/zookeeper",
 		PostgresImage: "lockchaos/postgres", MariaDBImage: "lockchaos/mariadb"}
