@@ -28,10 +28,24 @@ func (c *topo) Restart(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	ctx, cancel := c.untilClose(ctx)
+	defer cancel()
 	if done, err := c.be.control(ctx, n, "restart"); done {
 		return err
 	}
 	return n.restart(ctx)
+}
+
+// untilClose returns ctx, also cancelled when Close begins: a restart waiting for its server
+// holds the node's lock, and Close, which takes it, would wait out the readiness bound (45 s for
+// PostgreSQL: a run's end once did, against a container the restart had not brought back).
+func (c *topo) untilClose(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if c.closing == nil {
+		return ctx, cancel
+	}
+	stop := context.AfterFunc(c.closing, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 // Pause stops the node's process group with SIGSTOP (docker pause: every process in the

@@ -83,6 +83,9 @@ type topo struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	// closing is cancelled when Close begins (nil for a topo not made by startTopo).
+	closing     context.Context
+	cancelClose context.CancelFunc
 }
 
 func startTopo(ctx context.Context, spec Spec, open func(context.Context) (backend, error)) (_ *topo, err error) {
@@ -91,6 +94,7 @@ func startTopo(ctx context.Context, spec Spec, open func(context.Context) (backe
 		return nil, err
 	}
 	c := &topo{spec: spec, be: be, byName: map[string]*node{}, px: newProxies()}
+	c.closing, c.cancelClose = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
 			c.Close()
@@ -182,6 +186,9 @@ func (c *topo) launchAll(ctx context.Context, ns []*node) error {
 // start.
 func (c *topo) Close() error {
 	c.closeOnce.Do(func() {
+		if c.cancelClose != nil {
+			c.cancelClose() // a Restart still waiting for its server gives up (untilClose)
+		}
 		var wg sync.WaitGroup
 		for _, n := range c.byName {
 			wg.Add(1)
