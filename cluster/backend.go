@@ -87,6 +87,10 @@ type server struct {
 	ensemble []*node
 	// pooled is the server a pgbouncer pools (its [databases] host).
 	pooled *node
+	// extra are a PostgreSQL server's flags beyond every server's (a standby's), and baseBackup
+	// the address a standby's data dir is copied from at its first start (pg_basebackup).
+	extra      []string
+	baseBackup string
 	// argv, for servers only the local backend runs (etcd), is the command given the node's dir.
 	argv func(dir string) []string
 	// cred, when set, runs the process as another user: PostgreSQL and pgbouncer refuse to run

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"net"
 	"context"
 	"fmt"
 	"os"
@@ -134,7 +135,7 @@ func (c *topo) newPgNode(name string, port int, mkData func(dir string, cred *sy
 		}, append(pgFlags, pgIdleFlags(c.spec.SessionIdleTimeout)...)...)
 		return append(argv, flags...)
 	}
-	nd := c.newNode(name, KindPostgres, []int{port}, server{argv: argv, cred: cred})
+	nd := c.newNode(name, KindPostgres, []int{port}, server{argv: argv, cred: cred, extra: flags})
 	// A server restarted after SIGKILL recovers first (it fsyncs its data dir and replays the
 	// WAL): on this loaded 2-core machine that took more than 15 s in 2 of 21 restarts.
 	nd.readyTimeout = 45 * time.Second
@@ -262,7 +263,11 @@ func pgKillSessions(c *topo, ctx context.Context, client int) (int, error) {
 // syncs (POSTGRES_INITDB_ARGS=--no-sync, which the official image reads too): a container's
 // first start took 7.4 s with them (BENCHMARKS.md "Cost of a run"). TZ: without it initdb scans
 // every zone file for one matching the container's clock (3 s of its 5.5 s here).
-func postgresContainer(b *docker, _ *dockerNode, _ bool) (cmd, env []string) {
+//
+// A standby (server.baseBackup) copies its data dir from the primary with pg_basebackup at its
+// first start, through the replication proxy, instead of the image's initdb, and starts in
+// recovery (standby.signal); a restart finds the copy and starts the server over it.
+func postgresContainer(b *docker, m *dockerNode, _ bool) (cmd, env []string) {
 	cmd = []string{"postgres", "-p", strconv.Itoa(pgPort), "-c", "unix_socket_directories=", "-c", "recovery_init_sync_method=syncfs"}
 	for i := 0; i+1 < len(pgFlags); i += 2 {
 		if strings.HasPrefix(pgFlags[i+1], "listen_addresses=") {
@@ -271,5 +276,17 @@ func postgresContainer(b *docker, _ *dockerNode, _ bool) (cmd, env []string) {
 		}
 		cmd = append(cmd, pgFlags[i], pgFlags[i+1])
 	}
-	return append(cmd, pgIdleFlags(b.spec.SessionIdleTimeout)...), []string{"POSTGRES_HOST_AUTH_METHOD=trust", "POSTGRES_INITDB_ARGS=--no-sync", "TZ=UTC"}
+	cmd = append(append(cmd, pgIdleFlags(b.spec.SessionIdleTimeout)...), m.n.srv.extra...)
+	env = []string{"POSTGRES_HOST_AUTH_METHOD=trust", "POSTGRES_INITDB_ARGS=--no-sync", "TZ=UTC"}
+	if m.n.srv.baseBackup == "" {
+		return cmd, env
+	}
+	host, port, _ := net.SplitHostPort(m.n.srv.baseBackup)
+	quoted := make([]string, len(cmd))
+	for i, a := range cmd {
+		quoted[i] = "'" + a + "'" // no flag has a single quote
+	}
+	script := `[ -s "$PGDATA/PG_VERSION" ] || { pg_basebackup -h ` + host + ` -p ` + port + ` -U ` + PostgresUser +
+		` -D "$PGDATA" -X stream --checkpoint=fast && : > "$PGDATA/standby.signal"; } || exit 1; exec ` + strings.Join(quoted, " ")
+	return []string{"sh", "-c", script}, env
 }

@@ -32,6 +32,7 @@ func init() {
 			return 2, nil
 		},
 		needs:        func() []Requirement { return pgBinRequirements("initdb", "postgres", "pg_basebackup") },
+		containers:   []Kind{KindPostgres},
 		start:        (*topo).startPostgresStandby,
 		leader:       (*topo).pgPrimary,
 		replication:  func(c *topo, _ context.Context) (string, error) { return c.replMaster, nil },
@@ -60,7 +61,14 @@ func (c *topo) startPostgresStandby(ctx context.Context) error {
 	if err := c.launchAll(ctx, []*node{primary}); err != nil {
 		return err
 	}
-	repl, err := c.px.add(linkKey{0, primary.Name}, primary.Addr)
+	if err := pgAllowReplication(ctx, primary.Addr); err != nil {
+		return fmt.Errorf("let %s's standby in: %w", primary.Name, err)
+	}
+	listen, err := c.be.replicationListen()
+	if err != nil {
+		return err
+	}
+	repl, err := c.px.addOn(linkKey{0, primary.Name}, listen, primary.Addr)
 	if err != nil {
 		return err
 	}
@@ -77,6 +85,7 @@ func (c *topo) startPostgresStandby(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	standby.srv.baseBackup = repl // the docker backend's container copies it (the local one: backup)
 	pingReady := standby.ready
 	standby.ready = func(ctx context.Context) error {
 		if err := pingReady(ctx); err != nil {
@@ -89,6 +98,32 @@ func (c *topo) startPostgresStandby(ctx context.Context) error {
 	}
 	c.add(standby)
 	return c.launchAll(ctx, []*node{standby})
+}
+
+// pgAllowReplication lets a standby stream from the server at addr from any address: a
+// container's standby reaches its primary from the run network's gateway (through the
+// replication proxy), which neither lockchaos/postgres's pg_hba.conf nor the official image's
+// lets in ("all" matches no replication connection; the local server's initdb lets 127.0.0.1
+// in already). The server appends the line itself (COPY TO PROGRAM, as the superuser the harness
+// is), wherever its pg_hba.conf is, and reloads it.
+func pgAllowReplication(ctx context.Context, addr string) error {
+	conn, err := pgConnect(ctx, addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	var hba string
+	if err := conn.QueryRow(ctx, "SHOW hba_file").Scan(&hba); err != nil {
+		return err
+	}
+	if strings.ContainsAny(hba, "'\"\\$`") {
+		return fmt.Errorf("pg_hba.conf's path %q has a quote or $ in it", hba)
+	}
+	if _, err := conn.Exec(ctx, `COPY (SELECT 1) TO PROGRAM 'echo "host replication all all trust" >> "`+hba+`"'`); err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, "SELECT pg_reload_conf()")
+	return err
 }
 
 // pgBaseBackup makes a standby's data dir once: a base backup of the primary at host:port (the

@@ -115,9 +115,6 @@ func TestPostgresNodesAndBackends(t *testing.T) {
 	if _, err := (Spec{Topology: PostgresPgBouncer, Backend: Docker}).normalize(); err != nil {
 		t.Errorf("postgres-pgbouncer on docker: %v, want it taken (lockchaos/postgres, lockchaos/pgbouncer)", err)
 	}
-	if _, err := (Spec{Topology: PostgresStandby, Backend: Docker}).normalize(); !errors.Is(err, ErrBadSpec) {
-		t.Errorf("postgres-standby on docker: %v, want ErrBadSpec (not run in containers yet)", err)
-	}
 	if !CanKillSessions(Postgres) || CanKillSessions(RedisSingle) {
 		t.Errorf("CanKillSessions: postgres %v, redis-single %v", CanKillSessions(Postgres), CanKillSessions(RedisSingle))
 	}

@@ -8,7 +8,7 @@
 #   lockchaos/zookeeper  a jlink'ed Java runtime, ZooKeeper's jar and its dependencies, slf4j,
 #                        /bin/sh, and an entrypoint that reads the official zookeeper image's
 #                        environment (ZOO_MY_ID, ZOO_SERVERS, ZOO_TICK_TIME, ..., JVMFLAGS)
-#   lockchaos/postgres   Debian's PostgreSQL server (initdb, postgres, its modules and share
+#   lockchaos/postgres   Debian's PostgreSQL server (initdb, postgres, pg_basebackup, its modules and share
 #                        files, tzdata), /bin/sh, and an entrypoint that does what the official
 #                        postgres image does for lockchaos: run as --user postgres, initdb at the
 #                        first start, POSTGRES_HOST_AUTH_METHOD for every address
@@ -256,7 +256,7 @@ build_postgres() {
 	# The modules the server may load, without the JIT's (it links LLVM: 100 MB; jit is off).
 	mods=$(ls "$pglib"/lib/*.so | grep -v llvmjit)
 	# shellcheck disable=SC2086
-	hash=$(fingerprint "$bindir/postgres" "$bindir/initdb" "$share/postgres.bki" /bin/dash $mods)
+	hash=$(fingerprint "$bindir/postgres" "$bindir/initdb" "$bindir/pg_basebackup" "$share/postgres.bki" /bin/dash $mods)
 	if current lockchaos/postgres "$hash"; then
 		echo "images/build.sh: lockchaos/postgres:latest is current (hash $hash; --force rebuilds)"
 		return
@@ -264,7 +264,7 @@ build_postgres() {
 	root="$work/postgres"
 	base "$root"
 	# shellcheck disable=SC2086
-	add "$root" "$bindir/postgres" "$bindir/initdb" $mods
+	add "$root" "$bindir/postgres" "$bindir/initdb" "$bindir/pg_basebackup" $mods
 	mkdir -p "$root$share" "$root/usr/share/zoneinfo" "$root/var/lib/postgresql"
 	cp -a "$share/." "$root$share/"
 	cp -a /usr/share/zoneinfo/. "$root/usr/share/zoneinfo/"

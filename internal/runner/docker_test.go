@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,8 +35,10 @@ func TestDockerMatchesLocal(t *testing.T) {
 		{"baseline", "pg-advisory"}, {"session-kill", "pg-advisory"},
 		// MariaDB likewise: the harness's KILL comes from the network's gateway, as root@'%'.
 		{"baseline", "mysql-get-lock"}, {"session-kill", "mysql-get-lock"},
-		// pgbouncer in a container of its own, pooling the server's container by name.
-		{"pgbouncer-transaction", "pg-advisory"},
+		// pgbouncer in a container of its own, pooling the server's container by name; a standby
+		// copied by pg_basebackup at its first start, through the replication proxy on the run
+		// network's gateway, and promoted by the failover.
+		{"pgbouncer-transaction", "pg-advisory"}, {"failover", "pg-advisory@" + cluster.PostgresStandby},
 	}
 	o := runner.Options{Out: t.TempDir(), Backend: cluster.Docker, RedisImage: "lockchaos/redis", ZooKeeperImage: "lockchaos/zookeeper",
 		PostgresImage: "lockchaos/postgres", MariaDBImage: "lockchaos/mariadb"}
@@ -56,7 +59,7 @@ func TestDockerMatchesLocal(t *testing.T) {
 	}
 }
 
-// matchesOn runs scenario × algorithm with o (seeds 1, then 2) until a run gives the catalogue's
+// matchesOn runs scenario × algorithm (or algorithm@topology, on that topology) with o (seeds 1, then 2) until a run gives the catalogue's
 // expectation, each within timeout; check sees every run first (its error, and its cell when
 // there is one). It fails t with the last run's verdict when neither matches.
 func matchesOn(t *testing.T, scenario, algorithm string, o runner.Options, timeout time.Duration, check func(reports.Cell, error)) {
@@ -65,7 +68,11 @@ func matchesOn(t *testing.T, scenario, algorithm string, o runner.Options, timeo
 	if err != nil {
 		t.Fatal(err)
 	}
-	cell, err := s.Cell(algorithm)
+	alg, topology, on := strings.Cut(algorithm, "@")
+	cell, err := s.Cell(alg)
+	if on {
+		cell, err = s.CellOn(alg, topology)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
