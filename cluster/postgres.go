@@ -1,9 +1,9 @@
 package cluster
 
 import (
-	"net"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
