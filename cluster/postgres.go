@@ -265,8 +265,9 @@ func pgKillSessions(c *topo, ctx context.Context, client int) (int, error) {
 // every zone file for one matching the container's clock (3 s of its 5.5 s here).
 //
 // A standby (server.baseBackup) copies its data dir from the primary with pg_basebackup at its
-// first start, through the replication proxy, instead of the image's initdb, and starts in
-// recovery (standby.signal); a restart finds the copy and starts the server over it.
+// first start, through the replication proxy, into a dir of its own (lockchaos/postgres carries
+// a data dir made at build in PGDATA), and starts in recovery (standby.signal); a restart finds
+// the copy and starts the server over it.
 func postgresContainer(b *docker, m *dockerNode, _ bool) (cmd, env []string) {
 	cmd = []string{"postgres", "-p", strconv.Itoa(pgPort), "-c", "unix_socket_directories=", "-c", "recovery_init_sync_method=syncfs"}
 	for i := 0; i+1 < len(pgFlags); i += 2 {
@@ -281,12 +282,14 @@ func postgresContainer(b *docker, m *dockerNode, _ bool) (cmd, env []string) {
 	if m.n.srv.baseBackup == "" {
 		return cmd, env
 	}
+	const data = "/var/lib/postgresql/standby"
 	host, port, _ := net.SplitHostPort(m.n.srv.baseBackup)
 	quoted := make([]string, len(cmd))
 	for i, a := range cmd {
 		quoted[i] = "'" + a + "'" // no flag has a single quote
 	}
-	script := `[ -s "$PGDATA/PG_VERSION" ] || { pg_basebackup -h ` + host + ` -p ` + port + ` -U ` + PostgresUser +
-		` -D "$PGDATA" -X stream --checkpoint=fast && : > "$PGDATA/standby.signal"; } || exit 1; exec ` + strings.Join(quoted, " ")
+	script := `[ -s ` + data + `/PG_VERSION ] || { pg_basebackup -h ` + host + ` -p ` + port + ` -U ` + PostgresUser +
+		` -D ` + data + ` -X stream --checkpoint=fast && : > ` + data + `/standby.signal; } || exit 1; exec ` +
+		strings.Join(quoted, " ") + ` -D ` + data
 	return []string{"sh", "-c", script}, env
 }

@@ -108,8 +108,10 @@ import() {
 	shift 3
 	set -- --change "LABEL lockchaos.hash=$hash" --change "LABEL lockchaos.image=$name" "$@"
 	old=$(docker image inspect -f '{{.Id}}' "$name:latest" 2>/dev/null || true)
-	# owner root: the files were copied by whoever runs this script.
-	tar -C "$root" --numeric-owner --owner=0 --group=0 -cf - . | docker import "$@" - "$name:latest" >/dev/null
+	# owner root: the files were copied by whoever runs this script; files owned by the owner-map
+	# and group-map files' users (OWNER_MAP, GROUP_MAP: "+hostuid name:uid" lines) keep them.
+	tar -C "$root" --numeric-owner ${OWNER_MAP:+--owner-map="$OWNER_MAP"} ${GROUP_MAP:+--group-map="$GROUP_MAP"} \
+		--owner=0 --group=0 -cf - . | docker import "$@" - "$name:latest" >/dev/null
 	# The replaced image would stay as a dangling <none> image; drop it unless a container uses it.
 	if [ -n "$old" ] && [ "$old" != "$(docker image inspect -f '{{.Id}}' "$name:latest")" ]; then
 		docker rmi "$old" >/dev/null 2>&1 || true
@@ -270,11 +272,26 @@ build_postgres() {
 	cp -a /usr/share/zoneinfo/. "$root/usr/share/zoneinfo/"
 	# The files are root's (docker import): the server's user makes its data dir in a sticky dir.
 	chmod 1777 "$root/var/lib/postgresql"
+	# The data dir, made here when this runs as root and the host has the postgres user (Debian's
+	# package makes it): a container then starts in about a second, where initdb at its first
+	# start took two more (BENCHMARKS.md "Cost of a run"). Owned by the image's postgres (1001).
+	# Elsewhere the entrypoint's initdb makes it at the first start, as before.
+	owner_map="" group_map=""
+	if [ "$(id -u)" = 0 ] && id postgres >/dev/null 2>&1; then
+		chmod 755 "$work"
+		runuser -u postgres -- "$bindir/initdb" -D "$root/var/lib/postgresql/data" -U postgres -A trust -E UTF8 \
+			--locale=C --no-instructions --no-sync >"$work/initdb.log" 2>&1 ||
+			{ cat "$work/initdb.log" >&2; die "initdb failed"; }
+		echo "host all all all trust" >>"$root/var/lib/postgresql/data/pg_hba.conf"
+		owner_map="$work/owner-map" group_map="$work/group-map"
+		echo "+$(id -u postgres) postgres:1001" >"$owner_map"
+		echo "+$(id -g postgres) postgres:1001" >"$group_map"
+	fi
 	cat >"$root/docker-entrypoint.sh" <<'EOF'
 #!/bin/sh
 # lockchaos/postgres: what the official postgres image does for lockchaos. Run it with --user
-# postgres; the data dir is made by initdb at the first start (kept when the container is started
-# again, with POSTGRES_INITDB_ARGS), and every address is let in with POSTGRES_HOST_AUTH_METHOD
+# postgres; the data dir, unless the image was built with one, is made by initdb at the first
+# start (kept when the container is started again, with POSTGRES_INITDB_ARGS), and every address is let in with POSTGRES_HOST_AUTH_METHOD
 # (trust by default here).
 set -e
 if [ "${1#-}" != "$1" ]; then set -- postgres "$@"; fi
@@ -287,7 +304,7 @@ fi
 exec "$@"
 EOF
 	chmod 755 "$root/docker-entrypoint.sh"
-	import lockchaos/postgres "$hash" "$root" \
+	OWNER_MAP=$owner_map GROUP_MAP=$group_map import lockchaos/postgres "$hash" "$root" \
 		--change "ENV PATH=$bindir:/usr/bin:/bin" \
 		--change 'ENV PGDATA=/var/lib/postgresql/data' \
 		--change 'WORKDIR /var/lib/postgresql' \
