@@ -44,7 +44,7 @@ vet: ## gofmt, go vet, and go.mod/go.sum tidy
 	$(GO) vet ./...
 	@$(GO) mod tidy -diff || { echo "make vet: go.mod or go.sum is not tidy: run go mod tidy and commit the result"; exit 1; }
 
-images: deps ## build the docker backend's images offline (lockchaos/redis, lockchaos/zookeeper, lockchaos/postgres, lockchaos/mariadb, lockchaos/pgbouncer); FORCE=1 rebuilds
+images: deps ## build the docker backend's images offline (lockchaos/redis, lockchaos/zookeeper, lockchaos/postgres, lockchaos/mariadb, lockchaos/pgbouncer, lockchaos/etcd); FORCE=1 rebuilds
 	images/build.sh $(if $(FORCE),--force)
 
 # The packages whose tests start no server run two at a time, with servers off and required (a

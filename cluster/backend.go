@@ -82,9 +82,11 @@ type server struct {
 	// answering before this sentinel calls it down (sentinelConfig).
 	master    *node
 	downAfter time.Duration
-	// id and ensemble are a ZooKeeper member's myid and all members.
+	// id and ensemble are a ZooKeeper member's myid and all members (ensemble: an etcd
+	// member's too), token an etcd cluster's --initial-cluster-token.
 	id       int
 	ensemble []*node
+	token    string
 	// pooled is the server a pgbouncer pools (its [databases] host).
 	pooled *node
 	// extra are a PostgreSQL server's flags beyond every server's (a standby's), and baseBackup

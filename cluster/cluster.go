@@ -79,13 +79,15 @@ type Spec struct {
 	// MariaDB's wait_timeout, in whole seconds rounded up): how soon a vanished or idle holder's
 	// session, and its session lock, is dropped (DESIGN.md §15). Local backend only.
 	SessionIdleTimeout time.Duration
-	// RedisImage, ZooKeeperImage, PostgresImage and MariaDBImage are the docker backend's images
-	// (default redis:7, zookeeper:3.8, postgres:16 and mariadb:10.11; `make images` builds
-	// lockchaos/redis, lockchaos/zookeeper, lockchaos/postgres and lockchaos/mariadb offline).
+	// RedisImage, ZooKeeperImage, PostgresImage, MariaDBImage and EtcdImage are the docker
+	// backend's images (default redis:7, zookeeper:3.8, postgres:16, mariadb:10.11 and
+	// quay.io/coreos/etcd:v3.4.23; `make images` builds lockchaos/redis, lockchaos/zookeeper,
+	// lockchaos/postgres, lockchaos/mariadb and lockchaos/etcd offline).
 	RedisImage     string
 	ZooKeeperImage string
 	PostgresImage  string
 	MariaDBImage   string
+	EtcdImage      string
 }
 
 // Node is one server.

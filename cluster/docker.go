@@ -20,6 +20,7 @@ const (
 	DefaultZooKeeperImage = "zookeeper:3.8"
 	DefaultPostgresImage  = "postgres:16"
 	DefaultMariaDBImage   = "mariadb:10.11"
+	DefaultEtcdImage      = "quay.io/coreos/etcd:v3.4.23"
 )
 
 // docker is the docker backend: every server is a container on a network of its own run, with
@@ -48,6 +49,9 @@ func prepareDocker(ctx context.Context, spec Spec) (Spec, func(context.Context) 
 	}
 	if spec.MariaDBImage == "" {
 		spec.MariaDBImage = DefaultMariaDBImage
+	}
+	if spec.EtcdImage == "" {
+		spec.EtcdImage = DefaultEtcdImage
 	}
 	pool, err := dockerPool(ctx)
 	if err != nil {

@@ -104,7 +104,7 @@ func checkImage(pool *dockertest.Pool, image string) error {
 			return fmt.Errorf("%w: docker image %s not present: run make images (builds it offline from the host's packages)", ErrMissingBinary, image)
 		}
 		if errors.Is(err, dc.ErrNoSuchImage) {
-			return fmt.Errorf("%w: docker image %s not present: run make images (builds lockchaos/redis, lockchaos/zookeeper, lockchaos/postgres, lockchaos/mariadb and lockchaos/pgbouncer offline) and pass --redis-image lockchaos/redis --zookeeper-image lockchaos/zookeeper --postgres-image lockchaos/postgres --mariadb-image lockchaos/mariadb, or docker pull %s", ErrMissingBinary, image, image)
+			return fmt.Errorf("%w: docker image %s not present: run make images (builds lockchaos/redis, lockchaos/zookeeper, lockchaos/postgres, lockchaos/mariadb, lockchaos/pgbouncer and lockchaos/etcd offline) and pass --redis-image lockchaos/redis --zookeeper-image lockchaos/zookeeper --postgres-image lockchaos/postgres --mariadb-image lockchaos/mariadb --etcd-image lockchaos/etcd, or docker pull %s", ErrMissingBinary, image, image)
 		}
 		return fmt.Errorf("inspect docker image %s: %w", image, err)
 	}

@@ -32,6 +32,7 @@ func dockerRequirements() []Requirement {
 		imageRequirement(pool, "postgres image", DefaultPostgresImage, "lockchaos/postgres", "--postgres-image"),
 		imageRequirement(pool, "mariadb image", DefaultMariaDBImage, "lockchaos/mariadb", "--mariadb-image"),
 		imageRequirement(pool, "pgbouncer image", "", PgBouncerImage, ""),
+		imageRequirement(pool, "etcd image", DefaultEtcdImage, "lockchaos/etcd", "--etcd-image"),
 	}
 }
 

@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// Etcd is the etcd topology: 1 or 3 etcd members (DESIGN.md §3), from Debian's etcd-server.
+// Etcd is the etcd topology: 1 or 3 etcd members (DESIGN.md §3), from Debian's etcd-server; on
+// the docker backend, containers of the etcd image (make images builds lockchaos/etcd).
 const Etcd = "etcd"
 
 // KindEtcd is an etcd member.
@@ -38,7 +41,17 @@ var etcdFlags = []string{
 	"--log-level=warn",
 }
 
+// etcd's ports in a container: the official image's client and peer ports.
+const (
+	etcdClientPort = 2379
+	etcdPeerPort   = 2380
+)
+
 func init() {
+	// A member's data dir is its identity in the cluster: a restart keeps it (reuse), as the
+	// local backend keeps the node's dir.
+	registerContainer(KindEtcd, container{image: func(s Spec) string { return s.EtcdImage }, port: etcdClientPort,
+		reuse: true, start: etcdContainer})
 	registerTopology(Etcd, topology{
 		nodes: func(n int) (int, error) {
 			switch {
@@ -52,8 +65,9 @@ func init() {
 		needs: func() []Requirement {
 			return []Requirement{withVersion(checkCommand(etcdBin, "etcd-server"), etcdVersion)}
 		},
-		start:  (*topo).startEtcd,
-		leader: (*topo).etcdLeader,
+		containers: []Kind{KindEtcd},
+		start:      (*topo).startEtcd,
+		leader:     (*topo).etcdLeader,
 	})
 }
 
@@ -86,12 +100,38 @@ func (c *topo) startEtcd(ctx context.Context) error {
 				"--initial-cluster-state=new", "--initial-cluster-token=" + token,
 			}, etcdFlags...)
 		}
-		nd := c.newNode(names[i], KindEtcd, []int{ports[i], ports[n+i]}, server{argv: argv})
+		nd := c.newNode(names[i], KindEtcd, []int{ports[i], ports[n+i]}, server{argv: argv, token: token})
 		nd.ready = func(ctx context.Context) error { return etcdHealthy(ctx, nd.Addr) }
 		c.add(nd)
 	}
+	for _, nd := range c.data {
+		nd.srv.ensemble = c.data // the docker backend's containers name their peers by container
+	}
 	// In parallel: a member is healthy only once a quorum of its peers runs.
 	return c.launchAll(ctx, c.data)
+}
+
+// etcdContainer runs a member with the local backend's flags, on every address of its container,
+// its peers named by their containers' names on the run network. A restart of the reused
+// container finds its data dir and rejoins (--initial-cluster-state is read only at the first
+// start).
+func etcdContainer(_ *docker, m *dockerNode, _ bool) (cmd, env []string) {
+	url := func(n *node, port int) string {
+		host, _, _ := net.SplitHostPort(n.inner)
+		return "http://" + net.JoinHostPort(host, strconv.Itoa(port))
+	}
+	var peers []string
+	for _, p := range m.n.srv.ensemble {
+		peers = append(peers, p.Name+"="+url(p, etcdPeerPort))
+	}
+	return append([]string{"etcd",
+		"--name=" + m.n.Name,
+		"--data-dir=" + containerData + "/etcd",
+		"--listen-client-urls=http://0.0.0.0:" + strconv.Itoa(etcdClientPort), "--advertise-client-urls=" + url(m.n, etcdClientPort),
+		"--listen-peer-urls=http://0.0.0.0:" + strconv.Itoa(etcdPeerPort), "--initial-advertise-peer-urls=" + url(m.n, etcdPeerPort),
+		"--initial-cluster=" + strings.Join(peers, ","),
+		"--initial-cluster-state=new", "--initial-cluster-token=" + m.n.srv.token,
+	}, etcdFlags...), nil
 }
 
 // etcdGet fetches an HTTP path of a member's client URL.

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -87,10 +88,11 @@ func TestEtcdSingle(t *testing.T) {
 }
 
 func TestEtcdSpec(t *testing.T) {
-	for _, s := range []Spec{{Topology: Etcd, Nodes: 2}, {Topology: Etcd, Backend: Docker}} {
-		if _, err := s.normalize(); err == nil {
-			t.Errorf("normalize(%+v) = nil error", s)
-		}
+	if _, err := (Spec{Topology: Etcd, Nodes: 2}).normalize(); !errors.Is(err, ErrBadSpec) {
+		t.Errorf("etcd with 2 nodes: %v, want ErrBadSpec", err)
+	}
+	if _, err := (Spec{Topology: Etcd, Backend: Docker}).normalize(); err != nil {
+		t.Errorf("etcd on docker: %v, want it taken (lockchaos/etcd)", err)
 	}
 	if s, err := (Spec{Topology: Etcd}).normalize(); err != nil || s.Nodes != DefaultEtcdNodes {
 		t.Errorf("normalize(etcd) = %+v, %v", s, err)

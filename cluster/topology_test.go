@@ -23,7 +23,7 @@ func TestTopologiesRegistered(t *testing.T) {
 			t.Errorf("%s has neither master nor leader", name)
 		}
 		// A topology the docker backend runs has a container, with its image, for each kind.
-		images := Spec{RedisImage: "r", ZooKeeperImage: "z", PostgresImage: "p", MariaDBImage: "m"}
+		images := Spec{RedisImage: "r", ZooKeeperImage: "z", PostgresImage: "p", MariaDBImage: "m", EtcdImage: "e"}
 		for _, kind := range tp.containers {
 			if c, ok := containers[kind]; !ok || c.image == nil || c.image(images) == "" || c.start == nil || c.port == 0 {
 				t.Errorf("%s runs %s servers on docker, but no container with an image, a port and a start is registered for them", name, kind)

@@ -104,9 +104,9 @@ type Config struct {
 	// giving the verdict and why, after a short tail. The harness decides no verdict itself: the
 	// runner's Decide is the checker's (checker.Decided).
 	Decide func(*history.History) (verdict, why string)
-	// RedisImage, ZooKeeperImage, PostgresImage and MariaDBImage are the docker backend's images
-	// (default: cluster's).
-	RedisImage, ZooKeeperImage, PostgresImage, MariaDBImage string
+	// RedisImage, ZooKeeperImage, PostgresImage, MariaDBImage and EtcdImage are the docker
+	// backend's images (default: cluster's).
+	RedisImage, ZooKeeperImage, PostgresImage, MariaDBImage, EtcdImage string
 
 	external   *cluster.ExternalFile // the loaded ClusterFile
 	lockPrefix string                // external: "lockchaos-<run id>-", before every lock name

@@ -55,7 +55,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Topology: cfg.Topology, Nodes: cfg.Nodes, Backend: cfg.Backend, Clients: cfg.Clients,
 		Proxies: cfg.Proxies == ProxyAlways || (cfg.Proxies == ProxyAuto && len(cfg.Faults) > 0),
 		Log:     cfg.Log, External: cfg.external,
-		RedisImage: cfg.RedisImage, ZooKeeperImage: cfg.ZooKeeperImage, PostgresImage: cfg.PostgresImage, MariaDBImage: cfg.MariaDBImage,
+		RedisImage: cfg.RedisImage, ZooKeeperImage: cfg.ZooKeeperImage, PostgresImage: cfg.PostgresImage, MariaDBImage: cfg.MariaDBImage, EtcdImage: cfg.EtcdImage,
 		SessionIdleTimeout: cfg.ServerIdleTimeout,
 	}
 	// Links are parsed only for the runs whose faults act at a command (DESIGN.md §14).

@@ -19,11 +19,13 @@
 #                        MARIADB_ALLOW_EMPTY_ROOT_PASSWORD; runs as root (--user=root)
 #   lockchaos/pgbouncer  Debian's pgbouncer and /bin/sh: the harness writes its configuration at
 #                        the container's start (there is no official pgbouncer image)
+#   lockchaos/etcd       Debian's etcd (etcd-server), run with flags as the official image is
 #
 # An image is rebuilt only when its inputs changed: each carries a label lockchaos.hash over its
 # inputs, and an image whose label matches is kept. --force rebuilds anyway.
 #
-# usage: images/build.sh [--force] [redis] [zookeeper] [postgres] [mariadb] [pgbouncer]  (default: all)
+# usage: images/build.sh [--force] [redis] [zookeeper] [postgres] [mariadb] [pgbouncer] [etcd]
+#       (default: all)
 set -eu
 
 force=0
@@ -31,18 +33,18 @@ want=""
 for a in "$@"; do
 	case "$a" in
 	--force) force=1 ;;
-	redis | zookeeper | postgres | mariadb | pgbouncer) want="$want $a" ;;
+	redis | zookeeper | postgres | mariadb | pgbouncer | etcd) want="$want $a" ;;
 	-h | --help)
-		sed -n '2,27p' "$0"
+		sed -n '2,30p' "$0"
 		exit 0
 		;;
 	*)
-		echo "images/build.sh: unknown argument $a (use --force, redis, zookeeper, postgres, mariadb, pgbouncer)" >&2
+		echo "images/build.sh: unknown argument $a (use --force, redis, zookeeper, postgres, mariadb, pgbouncer, etcd)" >&2
 		exit 254
 		;;
 	esac
 done
-[ -n "$want" ] || want="redis zookeeper postgres mariadb pgbouncer"
+[ -n "$want" ] || want="redis zookeeper postgres mariadb pgbouncer etcd"
 
 die() {
 	echo "images/build.sh: $*" >&2
@@ -369,6 +371,27 @@ build_pgbouncer() {
 		--change 'WORKDIR /tmp' \
 		--change 'EXPOSE 6432' \
 		--change 'CMD ["pgbouncer", "--version"]'
+}
+
+build_etcd() {
+	command -v etcd >/dev/null || die "etcd not found (apt-get install etcd-server)"
+	bin=$(readlink -f "$(command -v etcd)")
+	hash=$(fingerprint "$bin" /bin/dash)
+	if current lockchaos/etcd "$hash"; then
+		echo "images/build.sh: lockchaos/etcd:latest is current (hash $hash; --force rebuilds)"
+		return
+	fi
+	root="$work/etcd"
+	base "$root"
+	add "$root" "$bin"
+	if [ "$bin" != /usr/bin/etcd ]; then
+		mv "$root$bin" "$root/usr/bin/etcd"
+	fi
+	import lockchaos/etcd "$hash" "$root" \
+		--change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' \
+		--change 'WORKDIR /data' \
+		--change 'EXPOSE 2379 2380' \
+		--change 'CMD ["etcd"]'
 }
 
 for w in $want; do

@@ -34,6 +34,7 @@ type common struct {
 	zkImage       string
 	pgImage       string
 	mariadbImage  string
+	etcdImage     string
 }
 
 // synopses are the first lines of each command's -h.
@@ -84,6 +85,7 @@ func newFlags(name string, c *common) *flag.FlagSet {
 	fs.StringVar(&c.redisImage, "redis-image", "", "docker backend: Redis image (default "+cluster.DefaultRedisImage+"; make images builds lockchaos/redis offline)")
 	fs.StringVar(&c.pgImage, "postgres-image", "", "docker backend: PostgreSQL image (default "+cluster.DefaultPostgresImage+"; make images builds lockchaos/postgres offline)")
 	fs.StringVar(&c.mariadbImage, "mariadb-image", "", "docker backend: MariaDB image (default "+cluster.DefaultMariaDBImage+"; make images builds lockchaos/mariadb offline)")
+	fs.StringVar(&c.etcdImage, "etcd-image", "", "docker backend: etcd image (default "+cluster.DefaultEtcdImage+"; make images builds lockchaos/etcd offline)")
 	fs.StringVar(&c.zkImage, "zookeeper-image", "", "docker backend: ZooKeeper image (default "+cluster.DefaultZooKeeperImage+"; make images builds lockchaos/zookeeper)")
 	return fs
 }
@@ -173,6 +175,6 @@ func (c *common) validate() error {
 func (c *common) options() runner.Options {
 	o := runner.Options{Out: c.out, Backend: c.backend, Proxies: c.proxy, Seed: c.seed,
 		Duration: c.duration, Clients: c.clients, TTL: c.ttl, Version: version,
-		RedisImage: c.redisImage, ZooKeeperImage: c.zkImage, PostgresImage: c.pgImage, MariaDBImage: c.mariadbImage, ClusterFile: c.clusterFile, Full: c.full}
+		RedisImage: c.redisImage, ZooKeeperImage: c.zkImage, PostgresImage: c.pgImage, MariaDBImage: c.mariadbImage, EtcdImage: c.etcdImage, ClusterFile: c.clusterFile, Full: c.full}
 	return o
 }

@@ -180,7 +180,7 @@ func startTimes(b *testing.B, backend string, topologies []string, reps int) []s
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			t0 := time.Now()
 			cl, err := cluster.Start(ctx, cluster.Spec{Topology: topo, Backend: backend, Clients: 5, Proxies: true,
-				Dir: b.TempDir(), RedisImage: "lockchaos/redis", ZooKeeperImage: "lockchaos/zookeeper", PostgresImage: "lockchaos/postgres", MariaDBImage: "lockchaos/mariadb"})
+				Dir: b.TempDir(), RedisImage: "lockchaos/redis", ZooKeeperImage: "lockchaos/zookeeper", PostgresImage: "lockchaos/postgres", MariaDBImage: "lockchaos/mariadb", EtcdImage: "lockchaos/etcd"})
 			d := time.Since(t0)
 			if err != nil {
 				cancel()
@@ -214,14 +214,14 @@ func BenchmarkRunCost(b *testing.B) {
 		rows = append(rows, startTimes(b, cluster.Local, local, reps)...)
 		if _, err := exec.LookPath("docker"); err == nil {
 			rows = append(rows, startTimes(b, cluster.Docker, []string{cluster.RedisSingle, cluster.RedisMulti,
-				cluster.RedisSentinel, cluster.ZooKeeper, cluster.Postgres, cluster.MariaDB}, reps)...)
+				cluster.RedisSentinel, cluster.ZooKeeper, cluster.Postgres, cluster.MariaDB, cluster.Etcd}, reps)...)
 		} else {
 			rows = append(rows, startRow{backend: cluster.Docker, topology: "all", note: "docker not installed"})
 		}
 		fmt.Fprintf(&s, "`go test -run '^$' -bench BenchmarkRunCost -benchtime 1x -timeout 30m ./internal/bench/` "+
 			"(env BENCH_LONG_RUN=10m for a 10-minute long run; default %v).\n\n", 2*time.Minute)
 		fmt.Fprintf(&s, "**Cluster start** — `cluster.Start` until every server answers, 5 clients, proxies on; median of %d "+
-			"(docker: images lockchaos/redis, lockchaos/zookeeper, lockchaos/postgres and lockchaos/mariadb from `make images`). Load average before: %s.\n\n", reps, loadStart)
+			"(docker: images lockchaos/redis, lockchaos/zookeeper, lockchaos/postgres, lockchaos/mariadb and lockchaos/etcd from `make images`). Load average before: %s.\n\n", reps, loadStart)
 		s.WriteString("| backend | topology | start (median) | min | max | note |\n|---|---|---:|---:|---:|---|\n")
 		for _, r := range rows {
 			if len(r.times) == 0 {

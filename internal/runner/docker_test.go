@@ -40,9 +40,11 @@ func TestDockerMatchesLocal(t *testing.T) {
 		// copied by pg_basebackup at its first start, through the replication proxy on the run
 		// network's gateway, and promoted by the failover.
 		{"pgbouncer-transaction", "pg-advisory"}, {"failover", "pg-advisory@" + cluster.PostgresStandby},
+		// etcd members naming their peers by container name.
+		{"baseline", "etcd"}, {"client-pause", "etcd"},
 	}
 	o := runner.Options{Out: t.TempDir(), Backend: cluster.Docker, RedisImage: "lockchaos/redis", ZooKeeperImage: "lockchaos/zookeeper",
-		PostgresImage: "lockchaos/postgres", MariaDBImage: "lockchaos/mariadb"}
+		PostgresImage: "lockchaos/postgres", MariaDBImage: "lockchaos/mariadb", EtcdImage: "lockchaos/etcd"}
 	for _, tc := range cells {
 		t.Run(tc.scenario+"/"+tc.algorithm, func(t *testing.T) {
 			matchesOn(t, tc.scenario, tc.algorithm, o, 3*time.Minute, func(rc reports.Cell, err error) {

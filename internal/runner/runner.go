@@ -37,8 +37,9 @@ type Options struct {
 	CheckTimeout time.Duration
 	// ClusterFile is the external backend's cluster file.
 	ClusterFile string
-	// RedisImage, ZooKeeperImage, PostgresImage and MariaDBImage are the docker backend's images.
-	RedisImage, ZooKeeperImage, PostgresImage, MariaDBImage string
+	// RedisImage, ZooKeeperImage, PostgresImage, MariaDBImage and EtcdImage are the docker
+	// backend's images.
+	RedisImage, ZooKeeperImage, PostgresImage, MariaDBImage, EtcdImage string
 	// Full runs every cell for its scenario's full time. By default a cell stops once a
 	// violation is found (its history's stop line says so): the verdict can no longer change.
 	Full bool
@@ -77,7 +78,7 @@ func Config(c scenarios.Cell, o Options, run int) harness.Config {
 		Faults: c.Faults, Duration: w.Duration.D(), StuckAfter: w.StuckAfter.D(), Tail: w.Tail.D(),
 		Seed: o.Seed + int64(max(run, 1)-1), Dir: Dir(o.out(), c, run), Version: o.Version,
 		Log: o.Log, ClusterFile: o.ClusterFile,
-		RedisImage: o.RedisImage, ZooKeeperImage: o.ZooKeeperImage, PostgresImage: o.PostgresImage, MariaDBImage: o.MariaDBImage,
+		RedisImage: o.RedisImage, ZooKeeperImage: o.ZooKeeperImage, PostgresImage: o.PostgresImage, MariaDBImage: o.MariaDBImage, EtcdImage: o.EtcdImage,
 	}
 	if info, err := algorithms.Lookup(c.Algorithm); err == nil && info.Fenced && !info.FenceUnchecked {
 		// A fenced algorithm is run as it is meant to be used: the resource checks its fences
@@ -128,6 +129,9 @@ func command(c scenarios.Cell, o Options, seed int64) string {
 	}
 	if o.MariaDBImage != "" {
 		args = append(args, "--mariadb-image", o.MariaDBImage)
+	}
+	if o.EtcdImage != "" {
+		args = append(args, "--etcd-image", o.EtcdImage)
 	}
 	if o.ZooKeeperImage != "" {
 		args = append(args, "--zookeeper-image", o.ZooKeeperImage)
