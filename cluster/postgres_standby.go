@@ -119,7 +119,8 @@ func pgAllowReplication(ctx context.Context, addr string) error {
 	if strings.ContainsAny(hba, "'\"\\$`") {
 		return fmt.Errorf("pg_hba.conf's path %q has a quote or $ in it", hba)
 	}
-	if _, err := conn.Exec(ctx, `COPY (SELECT 1) TO PROGRAM 'echo "host replication all all trust" >> "`+hba+`"'`); err != nil {
+	// No row: echo reads no input, and a row written after it exited broke the pipe (under load).
+	if _, err := conn.Exec(ctx, `COPY (SELECT 1 WHERE false) TO PROGRAM 'echo "host replication all all trust" >> "`+hba+`"'`); err != nil {
 		return err
 	}
 	_, err = conn.Exec(ctx, "SELECT pg_reload_conf()")
