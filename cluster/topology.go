@@ -68,6 +68,9 @@ func registerTopology(name string, t topology) {
 	}
 }
 
+// OnDocker says whether the docker backend runs the topology (its servers' kinds have containers).
+func OnDocker(topology string) bool { return topologyRegistry[topology].containers != nil }
+
 // normalizeTopology fills and checks the fields of a spec that its topology decides: the backends
 // it runs on and its number of nodes.
 func normalizeTopology(s Spec) (Spec, error) {

@@ -23,6 +23,9 @@ func TestTopologiesRegistered(t *testing.T) {
 			t.Errorf("%s has neither master nor leader", name)
 		}
 		// A topology the docker backend runs has a container, with its image, for each kind.
+		if OnDocker(name) != (tp.containers != nil) {
+			t.Errorf("OnDocker(%s) = %v with containers %v", name, OnDocker(name), tp.containers)
+		}
 		images := Spec{RedisImage: "r", ZooKeeperImage: "z", PostgresImage: "p", MariaDBImage: "m", EtcdImage: "e"}
 		for _, kind := range tp.containers {
 			if c, ok := containers[kind]; !ok || c.image == nil || c.image(images) == "" || c.start == nil || c.port == 0 {

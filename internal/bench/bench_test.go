@@ -213,15 +213,20 @@ func BenchmarkRunCost(b *testing.B) {
 		local := cluster.Topologies
 		rows = append(rows, startTimes(b, cluster.Local, local, reps)...)
 		if _, err := exec.LookPath("docker"); err == nil {
-			rows = append(rows, startTimes(b, cluster.Docker, []string{cluster.RedisSingle, cluster.RedisMulti,
-				cluster.RedisSentinel, cluster.ZooKeeper, cluster.Postgres, cluster.MariaDB, cluster.Etcd}, reps)...)
+			var docker []string
+			for _, t := range cluster.Topologies {
+				if cluster.OnDocker(t) {
+					docker = append(docker, t)
+				}
+			}
+			rows = append(rows, startTimes(b, cluster.Docker, docker, reps)...)
 		} else {
 			rows = append(rows, startRow{backend: cluster.Docker, topology: "all", note: "docker not installed"})
 		}
 		fmt.Fprintf(&s, "`go test -run '^$' -bench BenchmarkRunCost -benchtime 1x -timeout 30m ./internal/bench/` "+
 			"(env BENCH_LONG_RUN=10m for a 10-minute long run; default %v).\n\n", 2*time.Minute)
 		fmt.Fprintf(&s, "**Cluster start** — `cluster.Start` until every server answers, 5 clients, proxies on; median of %d "+
-			"(docker: images lockchaos/redis, lockchaos/zookeeper, lockchaos/postgres, lockchaos/mariadb and lockchaos/etcd from `make images`). Load average before: %s.\n\n", reps, loadStart)
+			"(docker: the images `make images` builds, lockchaos/redis, lockchaos/zookeeper, lockchaos/etcd, lockchaos/mariadb, lockchaos/postgres and lockchaos/pgbouncer). Load average before: %s.\n\n", reps, loadStart)
 		s.WriteString("| backend | topology | start (median) | min | max | note |\n|---|---|---:|---:|---:|---|\n")
 		for _, r := range rows {
 			if len(r.times) == 0 {
