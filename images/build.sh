@@ -122,11 +122,12 @@ import() {
 	echo "images/build.sh: built $name:latest ($((size / 1000000)) MB, hash $hash)"
 }
 
-# current NAME HASH: true when NAME:latest exists with label HASH.
+# current NAME HASH: true, saying so, when NAME:latest exists with label HASH.
 current() {
 	[ "$force" = 0 ] || return 1
 	have=$(docker image inspect -f '{{index .Config.Labels "lockchaos.hash"}}' "$1:latest" 2>/dev/null) || return 1
-	[ "$have" = "$2" ]
+	[ "$have" = "$2" ] || return 1
+	echo "images/build.sh: $1:latest is current (hash $2; --force rebuilds)"
 }
 
 build_redis() {
@@ -134,7 +135,6 @@ build_redis() {
 	bin=$(readlink -f "$(command -v redis-server)")
 	hash=$(fingerprint "$bin" /bin/dash)
 	if current lockchaos/redis "$hash"; then
-		echo "images/build.sh: lockchaos/redis:latest is current (hash $hash; --force rebuilds)"
 		return
 	fi
 	root="$work/redis"
@@ -173,7 +173,6 @@ build_zookeeper() {
 	# shellcheck disable=SC2086
 	hash=$(fingerprint "$jhome/release" "$jhome/lib/modules" /bin/dash "$jar" /usr/share/java/slf4j-simple.jar $present)
 	if current lockchaos/zookeeper "$hash"; then
-		echo "images/build.sh: lockchaos/zookeeper:latest is current (hash $hash; --force rebuilds)"
 		return
 	fi
 	root="$work/zookeeper"
@@ -262,7 +261,6 @@ build_postgres() {
 	# shellcheck disable=SC2086
 	hash=$(fingerprint "$bindir/postgres" "$bindir/initdb" "$bindir/pg_basebackup" "$share/postgres.bki" /bin/dash $mods)
 	if current lockchaos/postgres "$hash"; then
-		echo "images/build.sh: lockchaos/postgres:latest is current (hash $hash; --force rebuilds)"
 		return
 	fi
 	root="$work/postgres"
@@ -322,7 +320,6 @@ build_mariadb() {
 	share=/usr/share/mysql
 	hash=$(fingerprint "$bin" "$install" "$share/mysql_system_tables.sql" "$share/english/errmsg.sys" /bin/dash)
 	if current lockchaos/mariadb "$hash"; then
-		echo "images/build.sh: lockchaos/mariadb:latest is current (hash $hash; --force rebuilds)"
 		return
 	fi
 	root="$work/mariadb"
@@ -358,7 +355,6 @@ build_pgbouncer() {
 	[ -x "$bin" ] || die "no $bin (apt-get install pgbouncer)"
 	hash=$(fingerprint "$bin" /bin/dash)
 	if current lockchaos/pgbouncer "$hash"; then
-		echo "images/build.sh: lockchaos/pgbouncer:latest is current (hash $hash; --force rebuilds)"
 		return
 	fi
 	root="$work/pgbouncer"
@@ -378,7 +374,6 @@ build_etcd() {
 	bin=$(readlink -f "$(command -v etcd)")
 	hash=$(fingerprint "$bin" /bin/dash)
 	if current lockchaos/etcd "$hash"; then
-		echo "images/build.sh: lockchaos/etcd:latest is current (hash $hash; --force rebuilds)"
 		return
 	fi
 	root="$work/etcd"
