@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ory/dockertest/v3"
@@ -33,7 +34,25 @@ func dockerRequirements() []Requirement {
 		imageRequirement(pool, "mariadb image", DefaultMariaDBImage, "lockchaos/mariadb", "--mariadb-image"),
 		imageRequirement(pool, "pgbouncer image", "", PgBouncerImage, ""),
 		imageRequirement(pool, "etcd image", DefaultEtcdImage, "lockchaos/etcd", "--etcd-image"),
+		dockerTopologies(),
 	}
+}
+
+// dockerTopologies says which topologies the docker backend runs, and which it refuses.
+func dockerTopologies() Requirement {
+	var on, off []string
+	for _, t := range Topologies {
+		if OnDocker(t) {
+			on = append(on, t)
+		} else {
+			off = append(off, t)
+		}
+	}
+	r := Requirement{Name: "topologies", OK: true, Detail: strings.Join(on, ", ")}
+	if len(off) > 0 {
+		r.Detail += "; not " + strings.Join(off, ", ") + " (use --backend local)"
+	}
+	return r
 }
 
 // imageRequirement is OK when the official image or the locally built one is present, and says
