@@ -76,8 +76,17 @@ type machine interface {
 // server says what a node runs beyond its kind, as the topology decides it; each backend turns it
 // into a config its way.
 type server struct {
-	// first holds redis config lines for the first start only (replicaof: a restart is empty).
+	// first holds redis config lines for the first start only (replicaof: a restart is empty);
+	// conf, redis config lines for every start (a Redis Cluster node's).
 	first []string
+	conf  []string
+	// keep makes a container's Restart start the same container again, as its kind's
+	// container.reuse does (a Redis Cluster node keeps nodes.conf, its identity in the cluster).
+	keep bool
+	// gatewayPorts are container ports the docker backend also publishes on the run network's
+	// gateway, at the node's further host ports (ports[1:]): where the other containers reach
+	// what the node announces (a Redis Cluster node's bus).
+	gatewayPorts []int
 	// master is the node a sentinel monitors; downAfter, how long the master may go without
 	// answering before this sentinel calls it down (sentinelConfig).
 	master    *node

@@ -42,7 +42,7 @@ func (m *dockerNode) run(ctx context.Context, restart bool) error {
 	if m.c.start == nil {
 		return fmt.Errorf("the docker backend runs no %s server (use --backend local)", m.n.Kind)
 	}
-	if restart && m.c.reuse && m.res != nil {
+	if restart && (m.c.reuse || m.n.srv.keep) && m.res != nil {
 		return cl.StartContainerWithContext(m.res.Container.ID, nil, ctx)
 	}
 	if m.res != nil {
@@ -54,6 +54,18 @@ func (m *dockerNode) run(ctx context.Context, restart bool) error {
 	cmd, env := m.c.start(m.b, m, restart)
 	repo, tag := splitImage(m.image)
 	portID := fmt.Sprintf("%d/tcp", m.c.port)
+	// 127.0.0.1 only: nothing of a run is reachable from other machines (the gateway's
+	// address is this machine's own, on the run network).
+	exposed := []string{portID}
+	bindings := map[dc.Port][]dc.PortBinding{dc.Port(portID): {{HostIP: "127.0.0.1", HostPort: strconv.Itoa(m.hostPort)}}}
+	for i, p := range m.n.srv.gatewayPorts {
+		if i+1 >= len(m.n.ports) || m.b.gateway == "" {
+			return fmt.Errorf("no host port or gateway to publish %s's port %d on", m.n.Name, p)
+		}
+		id := fmt.Sprintf("%d/tcp", p)
+		exposed = append(exposed, id)
+		bindings[dc.Port(id)] = []dc.PortBinding{{HostIP: m.b.gateway, HostPort: strconv.Itoa(m.n.ports[i+1])}}
+	}
 	res, err := m.b.pool.RunWithOptions(&dockertest.RunOptions{
 		Name:         m.name,
 		Hostname:     m.name,
@@ -64,9 +76,8 @@ func (m *dockerNode) run(ctx context.Context, restart bool) error {
 		Env:          env,
 		NetworkID:    m.b.net.Network.ID,
 		Labels:       m.b.labels(m.n.Name),
-		ExposedPorts: []string{portID},
-		// 127.0.0.1 only: nothing of a run is reachable from other machines.
-		PortBindings: map[dc.Port][]dc.PortBinding{dc.Port(portID): {{HostIP: "127.0.0.1", HostPort: strconv.Itoa(m.hostPort)}}},
+		ExposedPorts: exposed,
+		PortBindings: bindings,
 	}, func(hc *dc.HostConfig) {
 		// dockertest publishes every exposed port (on all interfaces) unless told not to.
 		hc.PublishAllPorts = false

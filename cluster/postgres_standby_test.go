@@ -125,10 +125,6 @@ func TestPostgresStandbySpec(t *testing.T) {
 	if _, err := (Spec{Topology: PostgresStandby, Backend: Docker}).normalize(); err != nil {
 		t.Errorf("postgres-standby on docker: %v, want it taken (pg_basebackup at the standby's first start)", err)
 	}
-	_, err := (Spec{Topology: RedisCluster, Backend: Docker}).normalize()
-	if !errors.Is(err, ErrBadSpec) || strings.Contains(err.Error(), "\n") {
-		t.Errorf("redis-cluster on docker: %v, want one line wrapping ErrBadSpec (not run in containers yet)", err)
-	}
 	if !CanKillSessions(PostgresStandby) {
 		t.Errorf("CanKillSessions(postgres-standby) = false")
 	}

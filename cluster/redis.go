@@ -137,5 +137,6 @@ func redisContainer(_ *docker, m *dockerNode, restart bool) (cmd, env []string) 
 	if !restart {
 		lines = append(lines, n.srv.first...)
 	}
+	lines = append(lines, n.srv.conf...)
 	return append([]string{"redis-server"}, redisArgs(lines)...), nil
 }

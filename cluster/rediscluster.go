@@ -18,6 +18,10 @@ const RedisCluster = "redis-cluster"
 // redisClusterMasters is how many masters the cluster has; each has one replica.
 const redisClusterMasters = 3
 
+// redisClusterBusPort is a cluster node's bus port in a container: the client port's + 10000,
+// Redis's default.
+const redisClusterBusPort = redisPort + 10000
+
 // DefaultLockKey is the key whose slot's master Master names on redis-cluster when Spec.LockKey
 // is empty: the harness's lock name.
 const DefaultLockKey = "lock"
@@ -44,6 +48,7 @@ func init() {
 			r.Name = "redis-server (cluster)"
 			return []Requirement{r}
 		},
+		containers:  []Kind{KindRedis},
 		start:       (*topo).startRedisCluster,
 		leader:      (*topo).redisClusterMaster,
 		replication: (*topo).redisClusterMaster,
@@ -70,34 +75,50 @@ func (c *topo) startRedisCluster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Where the announced addresses listen: 127.0.0.1 on the local backend; on the docker
+	// backend the run network's gateway, where the other containers reach the harness's proxies
+	// and each node's bus, published there (the bus stays unproxied, as on the local backend).
+	listen, err := c.be.replicationListen()
+	if err != nil {
+		return err
+	}
+	announceIP, _, _ := net.SplitHostPort(listen)
 	var nodes []*node
 	for i := range n {
 		name := fmt.Sprintf("redis-%d", i+1)
 		bus := ports[n+i]
 		nd := c.newNode(name, KindRedis, []int{ports[i], bus}, server{})
-		announce, err := c.px.add(linkKey{0, name}, nd.Addr)
+		announce, err := c.px.addOn(linkKey{0, name}, listen, nd.Addr)
 		if err != nil {
 			return err
 		}
 		nd.inner = announce
 		_, aport, _ := net.SplitHostPort(announce)
-		nd.srv.argv = func(dir string) []string {
-			// A restarted node comes back empty (no persistence, DESIGN.md §4) but keeps its
-			// nodes.conf: its identity in the cluster, as a real node with appendonly no does.
-			_ = os.Remove(filepath.Join(dir, "dump.rdb"))
-			lines := append(redisConfig(ports[i], dir),
+		// clusterConf is the node's cluster mode, its bus listening on busPort.
+		clusterConf := func(busPort int) []string {
+			return []string{
 				"cluster-enabled yes",
 				"cluster-config-file nodes.conf",
 				fmt.Sprintf("cluster-node-timeout %d", redisClusterNodeTimeout.Milliseconds()),
-				fmt.Sprintf("cluster-port %d", bus),
-				"cluster-announce-ip 127.0.0.1",
-				"cluster-announce-port "+aport,
+				fmt.Sprintf("cluster-port %d", busPort),
+				"cluster-announce-ip " + announceIP,
+				"cluster-announce-port " + aport,
 				fmt.Sprintf("cluster-announce-bus-port %d", bus),
 				// A replica cut off from its master (the failover fault cuts replication from
 				// the start) still stands for election: a factor of 0 skips the data-age check.
 				"cluster-replica-validity-factor 0",
 				"cluster-allow-replica-migration no",
-			)
+			}
+		}
+		// A container keeps nodes.conf across a restart, and publishes its bus on the gateway.
+		nd.srv.conf = clusterConf(redisClusterBusPort)
+		nd.srv.keep = true
+		nd.srv.gatewayPorts = []int{redisClusterBusPort}
+		nd.srv.argv = func(dir string) []string {
+			// A restarted node comes back empty (no persistence, DESIGN.md §4) but keeps its
+			// nodes.conf: its identity in the cluster, as a real node with appendonly no does.
+			_ = os.Remove(filepath.Join(dir, "dump.rdb"))
+			lines := append(redisConfig(ports[i], dir), clusterConf(bus)...)
 			path, err := writeConfig(dir, "redis.conf", lines)
 			if err != nil {
 				// server.argv cannot fail: a command that says why and exits does, and its

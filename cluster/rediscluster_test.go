@@ -147,9 +147,21 @@ func TestRedisCluster(t *testing.T) {
 	})
 }
 
-func TestRedisClusterRefusedByDocker(t *testing.T) {
-	_, err := Start(context.Background(), Spec{Topology: RedisCluster, Backend: Docker})
+// TestLocalOnlyRefusedByDocker: a topology without containers (every one registered has them
+// now) is refused by the docker backend in one line naming the local backend, and taken by the
+// others.
+func TestLocalOnlyRefusedByDocker(t *testing.T) {
+	localOnly := topology{}
+	err := localOnly.runsOn("local-only", Docker)
 	if !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), "local backend") || strings.Contains(err.Error(), "\n") {
-		t.Fatalf("Start on docker = %v; want one line wrapping ErrBadSpec that names the local backend", err)
+		t.Errorf("docker = %v; want one line wrapping ErrBadSpec that names the local backend", err)
+	}
+	for _, b := range []string{Local, External} {
+		if err := localOnly.runsOn("local-only", b); err != nil {
+			t.Errorf("%s = %v, want nil", b, err)
+		}
+	}
+	if err := topologyRegistry[RedisCluster].runsOn(RedisCluster, Docker); err != nil {
+		t.Errorf("redis-cluster on docker: %v, want it taken", err)
 	}
 }

@@ -68,6 +68,15 @@ func registerTopology(name string, t topology) {
 	}
 }
 
+// runsOn refuses, in one line, a backend that cannot run topology name (t): the docker backend
+// a topology without containers.
+func (t topology) runsOn(name, backend string) error {
+	if t.containers == nil && backend == Docker {
+		return fmt.Errorf("%w: topology %s runs on the local backend only (use --backend local)", ErrBadSpec, name)
+	}
+	return nil
+}
+
 // OnDocker says whether the docker backend runs the topology (its servers' kinds have containers).
 func OnDocker(topology string) bool { return topologyRegistry[topology].containers != nil }
 
@@ -75,8 +84,8 @@ func OnDocker(topology string) bool { return topologyRegistry[topology].containe
 // it runs on and its number of nodes.
 func normalizeTopology(s Spec) (Spec, error) {
 	t := topologyRegistry[s.Topology]
-	if t.containers == nil && s.Backend != Local && s.Backend != External {
-		return s, fmt.Errorf("%w: topology %s runs on the local backend only (use --backend local)", ErrBadSpec, s.Topology)
+	if err := t.runsOn(s.Topology, s.Backend); err != nil {
+		return s, err
 	}
 	n, err := t.nodes(s.Nodes)
 	if err != nil {

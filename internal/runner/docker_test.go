@@ -42,6 +42,10 @@ func TestDockerMatchesLocal(t *testing.T) {
 		{"pgbouncer-transaction", "pg-advisory"}, {"failover", "pg-advisory@" + cluster.PostgresStandby},
 		// etcd members naming their peers by container name.
 		{"baseline", "etcd"}, {"client-pause", "etcd"},
+		// Redis Cluster: each node announces its proxy on the run network's gateway, and its bus
+		// published there; the failover kills the lock's master, and its replica, which the
+		// fault cut off, is promoted without the lock.
+		{"baseline", "token@" + cluster.RedisCluster}, {"failover", "token@" + cluster.RedisCluster},
 	}
 	o := runner.Options{Out: t.TempDir(), Backend: cluster.Docker, RedisImage: "lockchaos/redis", ZooKeeperImage: "lockchaos/zookeeper",
 		PostgresImage: "lockchaos/postgres", MariaDBImage: "lockchaos/mariadb", EtcdImage: "lockchaos/etcd"}
