@@ -238,11 +238,25 @@ func (r *run) evidenceCounts(res *Result, inWindow func(t int64, client int) boo
 func (r *run) blame(vs []Violation) {
 	attacks := attacksOf(r.occurrences())
 	for i := range vs {
-		at := int64(vs[i].AtMs * float64(time.Millisecond))
-		for _, o := range attacks {
-			if at >= o.start && at < o.danger && !slices.Contains(vs[i].Faults, o.span.ID) {
-				vs[i].Faults = append(vs[i].Faults, o.span.ID)
-			}
+		blameAt(&vs[i], attacks)
+	}
+}
+
+// blameEach is blame for violations kept one by one (nil ones skipped).
+func (r *run) blameEach(vs ...*Violation) {
+	attacks := attacksOf(r.occurrences())
+	for _, v := range vs {
+		if v != nil {
+			blameAt(v, attacks)
+		}
+	}
+}
+
+func blameAt(v *Violation, attacks []occurrence) {
+	at := int64(v.AtMs * float64(time.Millisecond))
+	for _, o := range attacks {
+		if at >= o.start && at < o.danger && !slices.Contains(v.Faults, o.span.ID) {
+			v.Faults = append(v.Faults, o.span.ID)
 		}
 	}
 }

@@ -163,6 +163,7 @@ func (m *merger) add(p *segPart) bool {
 	}
 	vs = append(vs, ovs...)
 	r.blame(vs)
+	r.blameEach(lostV, fenceV) // kept apart from vs, blamed as the whole check blames them
 	m.nGrants += len(g)
 	m.nOverlaps += len(p.overlaps)
 	m.note(vs)

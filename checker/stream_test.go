@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -339,5 +340,39 @@ func TestSegmentsNameWireCauses(t *testing.T) {
 	}
 	if !sameAsWhole(t, h, 4) {
 		t.Fatal("the history was not checked in segments")
+	}
+}
+
+// Every violation the segmented check keeps names the faults whose danger window it fell in, as
+// the whole check's do: the lost update of a paused holder's late write too (a 10-minute
+// ZooKeeper soak grouped it under "no fault": the segments blamed their grants and overlaps, not
+// the lost update and the fence regression they keep apart).
+func TestSegmentsBlameEveryViolation(t *testing.T) {
+	b := newHB("token", 10*time.Millisecond)
+	for i := range 30 {
+		b.cs(i%3+1, float64(i*10))
+	}
+	b.faultSpan("client-pause", 302, 329, "")
+	lateWrite(b, 300)
+	for i := range 30 {
+		b.cs(i%3+1, float64(340+i*10))
+	}
+	h := b.history()
+	h.Meta.Faults = []history.PlannedFault{{Kind: "client-pause"}}
+	_, out, err := checkSegments(bytes.NewReader(encode(t, h)), Options{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for how, o := range map[string]*Outcome{"segments": out, "whole": CheckHistory(h, Options{})} {
+		kinds := map[string]bool{}
+		for _, v := range o.Analysis.Violations {
+			kinds[v.Kind] = true
+			if !slices.Contains(v.Faults, 1) {
+				t.Errorf("%s: %s violation at %.1fms blames faults %v, want the client-pause (1)", how, v.Kind, v.AtMs, v.Faults)
+			}
+		}
+		if !kinds["lost-update"] || !kinds["exclusion"] {
+			t.Errorf("%s: violations of kinds %v, want an exclusion and a lost update", how, kinds)
+		}
 	}
 }
