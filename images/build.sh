@@ -130,20 +130,26 @@ current() {
 	echo "images/build.sh: $1:latest is current (hash $2; --force rebuilds)"
 }
 
-build_redis() {
-	command -v redis-server >/dev/null || die "redis-server not found (apt-get install redis-server)"
-	bin=$(readlink -f "$(command -v redis-server)")
+# one_binary NAME IMAGE PACKAGE: a root with the server that is the one binary NAME on PATH (its
+# libraries with it) at /usr/bin/NAME; sets hash and root, or fails when IMAGE is current.
+one_binary() {
+	command -v "$1" >/dev/null || die "$1 not found (apt-get install $3)"
+	bin=$(readlink -f "$(command -v "$1")")
 	hash=$(fingerprint "$bin" /bin/dash)
-	if current lockchaos/redis "$hash"; then
-		return
+	if current "$2" "$hash"; then
+		return 1
 	fi
-	root="$work/redis"
+	root="$work/$1"
 	base "$root"
 	add "$root" "$bin"
-	# redis-check-rdb, redis-server and redis-sentinel are one binary that looks at argv[0].
-	if [ "$bin" != /usr/bin/redis-server ]; then
-		mv "$root$bin" "$root/usr/bin/redis-server"
+	if [ "$bin" != "/usr/bin/$1" ]; then
+		mv "$root$bin" "$root/usr/bin/$1"
 	fi
+}
+
+build_redis() {
+	one_binary redis-server lockchaos/redis redis-server || return 0
+	# redis-check-rdb, redis-server and redis-sentinel are one binary that looks at argv[0].
 	ln -s redis-server "$root/usr/bin/redis-sentinel"
 	import lockchaos/redis "$hash" "$root" \
 		--change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' \
@@ -370,18 +376,7 @@ build_pgbouncer() {
 }
 
 build_etcd() {
-	command -v etcd >/dev/null || die "etcd not found (apt-get install etcd-server)"
-	bin=$(readlink -f "$(command -v etcd)")
-	hash=$(fingerprint "$bin" /bin/dash)
-	if current lockchaos/etcd "$hash"; then
-		return
-	fi
-	root="$work/etcd"
-	base "$root"
-	add "$root" "$bin"
-	if [ "$bin" != /usr/bin/etcd ]; then
-		mv "$root$bin" "$root/usr/bin/etcd"
-	fi
+	one_binary etcd lockchaos/etcd etcd-server || return 0
 	import lockchaos/etcd "$hash" "$root" \
 		--change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' \
 		--change 'WORKDIR /data' \
