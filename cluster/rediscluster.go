@@ -111,7 +111,9 @@ func (c *topo) startRedisCluster(ctx context.Context) error {
 			}
 		}
 		// A container keeps nodes.conf across a restart, and publishes its bus on the gateway.
-		nd.srv.conf = clusterConf(redisClusterBusPort)
+		// It keeps /data too, where a replica's full sync would leave a dump.rdb that a
+		// restart loads (the local backend removes it): a replica loads from the socket instead.
+		nd.srv.conf = append(clusterConf(redisClusterBusPort), "repl-diskless-load swapdb")
 		nd.srv.keep = true
 		nd.srv.gatewayPorts = []int{redisClusterBusPort}
 		nd.srv.argv = func(dir string) []string {

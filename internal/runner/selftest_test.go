@@ -135,24 +135,37 @@ func TestEveryScenarioNeedsItsFault(t *testing.T) {
 		_, mutant := byName[c.Scenario].Catches[c.Algorithm]
 		return mutant
 	}}
-	res, err := runner.Selftest(ctx, ss, m, runner.Options{Out: t.TempDir(), Seed: 1}, "test")
-	if errors.Is(err, cluster.ErrMissingBinary) {
-		testenv.MissingServer(t, err)
+	// Missed means in one of two runs (seeds 1 and 2): a scenario whose mutants were all caught
+	// without its faults runs once more. A mutant its fault does not matter to is caught in
+	// both; a loaded machine's timing caught zookeeper-latch-watcher without zk-leader-kill's
+	// kill once under make test (go-zookeeper's Disconnected on a slow JVM, as the scenario's
+	// comment tells).
+	var missed string
+	for seed := int64(1); seed <= 2 && len(ss) > 0; seed++ {
+		res, err := runner.Selftest(ctx, ss, m, runner.Options{Out: t.TempDir(), Seed: seed}, "test")
+		if errors.Is(err, cluster.ErrMissingBinary) {
+			testenv.MissingServer(t, err)
+		}
+		if err != nil {
+			t.Fatalf("selftest: %v", err)
+		}
+		missed = strings.Join(res.Missed, "\n")
+		t.Logf("seed %d: missed without the faults:\n%s", seed, missed)
+		var again []scenarios.Scenario
+		for _, s := range ss {
+			found := false
+			for m := range s.Catches {
+				found = found || strings.Contains(missed, m+" × "+s.Name+":")
+			}
+			if !found {
+				again = append(again, s)
+			}
+		}
+		ss = again
 	}
-	if err != nil {
-		t.Fatalf("selftest: %v", err)
-	}
-	missed := strings.Join(res.Missed, "\n")
 	for _, s := range ss {
-		found := false
-		for m := range s.Catches {
-			found = found || strings.Contains(missed, m+" × "+s.Name+":")
-		}
-		if !found {
-			t.Errorf("%s without its faults still catches every one of its mutants: its fault catches nothing", s.Name)
-		}
+		t.Errorf("%s without its faults still catches every one of its mutants (seeds 1 and 2): its fault catches nothing", s.Name)
 	}
-	t.Logf("missed without the faults:\n%s", missed)
 }
 
 // withoutFaults returns s with no fault in it or in any of its variants.
