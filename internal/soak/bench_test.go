@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/internal/bench"
 	"github.com/lockchaos/lockchaos/internal/benchmd"
 	"github.com/lockchaos/lockchaos/internal/soak"
@@ -186,7 +187,13 @@ func found(alg string, a soak.AlgorithmResult, kinds []string) string {
 		if !ok || !slices.Contains(kinds, k) || !strings.HasPrefix(code, "U") {
 			continue
 		}
-		hit := slices.ContainsFunc(a.Groups, func(g soak.Group) bool { return slices.Contains(strings.Split(g.Cause, " + "), k) })
+		// Found: a group under that fault whose class is the catalogue's (Us: the service's,
+		// Uc: the client's; U: either) — a long-hold's own client-side violation under a
+		// partition is not the partition's service-side failure.
+		want := map[string]checker.Class{"Us": checker.ServiceClass, "Uc": checker.ClientClass}[strings.TrimSpace(strings.SplitN(code, ":", 2)[0])]
+		hit := slices.ContainsFunc(a.Groups, func(g soak.Group) bool {
+			return slices.Contains(strings.Split(g.Cause, " + "), k) && (want == "" || g.Class == want)
+		})
 		mark := "not found"
 		if hit {
 			mark = "found"

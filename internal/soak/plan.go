@@ -24,6 +24,12 @@ type faultTemplate struct {
 	// draw makes one occurrence at at, from rng; lease is the TTL or the session, whichever is
 	// longer; clients is the run's.
 	draw func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec
+	// worksOn: an occurrence at a grant (cs:acquired) comes, one time in two, with the holder
+	// working on for a while at that grant — a critical section of 0.3 to 2 leases (client-stall,
+	// its links and threads running) — so that what the fault does to the lock meets a holder
+	// still at work, as the catalogue's restart, clock-jump and partition need; the standard
+	// workload's 10 ms holds are over before a takeover. Its name in the plan is longHold.
+	worksOn bool
 	// settle, for a fault on a server, is how long after it healed the next server fault waits:
 	// a server being restarted cannot also be paused (the fault would fail to inject, and a run
 	// whose planned fault failed proves nothing with it), and a restarted ensemble needs its
@@ -89,12 +95,19 @@ var templates = []faultTemplate{
 			s.Clients = client(rng, p.clients)
 		}
 		return s
-	}},
+	}, worksOn: true},
 	{name: "partition-minority", on: onlyOn("only a quorum of several nodes can be cut in part", quorumTopologies...), draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// A partial partition: one client cut off from a minority of the nodes, still reaching a
 		// majority — a quorum lock it takes meanwhile rests on a bare majority, as in Kleppmann's
-		// Redlock restart.
-		return faults.Spec{Kind: "partition", At: faults.Duration(at), Clients: client(rng, p.clients), Nodes: "minority",
+		// Redlock restart. Half of them refuse its connections (a firewall's reject, a host
+		// down: its requests there fail at once) rather than hold its bytes: a Redlock client
+		// waits out a held request (the workload's 2×TTL) and wins no lock with its validity
+		// spent, so only the refused minority leaves it a bare majority to hold on.
+		kind := "partition"
+		if rng.IntN(2) == 0 {
+			kind = "refuse"
+		}
+		return faults.Spec{Kind: kind, At: faults.Duration(at), Clients: client(rng, p.clients), Nodes: "minority",
 			For: between(rng, 1, 4, p.lease)}
 	}},
 	{name: "latency", on: everywhere, draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
@@ -127,7 +140,7 @@ var templates = []faultTemplate{
 			return faults.Spec{Kind: "restart", At: faults.Duration(at), Point: "cs:acquired", Skip: rng.IntN(3), Nodes: "random"}
 		}
 		return faults.Spec{Kind: "restart", At: faults.Duration(at), Nodes: "random", For: between(rng, 0.2, 2, p.lease)}
-	}, settle: 5 * time.Second},
+	}, worksOn: true, settle: 5 * time.Second},
 	{name: "pause-server", on: notOn("its servers are not paused by lockchaos", "postgres-pgbouncer"), draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// A node stopped (SIGSTOP: a VM or GC stall), then resumed.
 		return faults.Spec{Kind: "pause-server", At: faults.Duration(at), Nodes: "random", For: between(rng, 0.3, 2, p.lease)}
@@ -143,14 +156,29 @@ var templates = []faultTemplate{
 	}},
 	{name: "clock-jump", on: onlyOn("only a Redis server's key expiry follows its wall clock here (DESIGN.md §4)", redisTopologies...),
 		draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
-			// A node's wall clock jumps forward: its keys expire early.
-			return faults.Spec{Kind: "clock-jump", At: faults.Duration(at), Nodes: "random", Amount: between(rng, 0.3, 1.5, p.ttl)}
-		}, settle: time.Second},
+			// A node's wall clock jumps forward: its keys expire early. At a moment, or right
+			// after a client acquired (the moment its key's early expiry does harm).
+			s := faults.Spec{Kind: "clock-jump", At: faults.Duration(at), Nodes: "random", Amount: between(rng, 0.3, 1.5, p.ttl)}
+			if rng.IntN(2) == 0 {
+				s.Point, s.Skip = "cs:acquired", rng.IntN(3)
+			}
+			return s
+		}, worksOn: true, settle: time.Second},
 	{name: "session-kill", on: onlyOn("only a SQL server ends a client's session here", "postgres", "postgres-pgbouncer", "mariadb"),
 		draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 			// The server ends the holder's session (an admin's kill, an idle timeout).
 			return faults.Spec{Kind: "session-kill", At: faults.Duration(at), Point: "cs:acquired", Skip: rng.IntN(3)}
-		}},
+		}, worksOn: true},
+}
+
+// longHold names, in a plan, the holder's work a worksOn occurrence comes with.
+const longHold = "long-hold"
+
+// holdOn is the holder's work at f's grant: a client-stall at the same point and skip, so the same
+// client's same grant triggers both (the nemesis fires a point's faults in the plan's order: f
+// first, then the stall holds the holder).
+func holdOn(rng *rand.Rand, f faults.Spec, p sizes) faults.Spec {
+	return faults.Spec{Kind: "client-stall", At: f.At, Point: f.Point, Skip: f.Skip, For: between(rng, 0.3, 2, p.lease)}
 }
 
 // TemplateNames lists the fault names --faults takes.
@@ -183,7 +211,15 @@ type Plan struct {
 }
 
 // workload is the catalogue's standard one (5 clients, TTL 500 ms, 1 s ZooKeeper sessions) over
-// the soak's time.
+// the soak's time, with a request timeout of 2×TTL, as the catalogue's wire scenarios
+// (slow-release, latency) have one longer than the lease. The late-release and slow-grant faults
+// hold a reply until another client holds the lock, a lease later; a client whose request timed
+// out first (the standard TTL/4) closed its connection and never acted on the late reply — a
+// GET-then-DEL release never sent its DEL, a slow grant was never used — so those faults could
+// not do the harm they stand for (10-minute soaks of getset and setnx-px never found the
+// catalogue's slow-release and latency failures). The price: a request that meets a partition
+// waits up to 2×TTL before it fails, as it does with a client library's default timeouts (go-redis
+// reads for 3 s).
 func workload(d time.Duration, clients int, ttl time.Duration) scenarios.Workload {
 	w := scenarios.Workload{Clients: 5, TTL: scenarios.Duration(500 * time.Millisecond), Hold: scenarios.Duration(10 * time.Millisecond),
 		SessionTimeout: scenarios.Duration(time.Second)}
@@ -193,6 +229,8 @@ func workload(d time.Duration, clients int, ttl time.Duration) scenarios.Workloa
 	if ttl > 0 {
 		w.TTL, w.SessionTimeout = scenarios.Duration(ttl), scenarios.Duration(max(ttl, time.Second))
 	}
+	w.OpTimeout = 2 * w.TTL
+	w.ReleaseTimeout = scenarios.Duration(max(3*time.Second, 2*w.OpTimeout.D()))
 	w.Duration = scenarios.Duration(d)
 	return w
 }
@@ -276,6 +314,9 @@ func NewPlan(seed int64, d time.Duration, rate float64, kinds []string, infos []
 			serverFree = f.At.D() + f.For.D() + t.settle
 		}
 		all = append(all, drawn{f, t.name})
+		if t.worksOn && f.Point == "cs:acquired" && rng.IntN(2) == 0 {
+			all = append(all, drawn{holdOn(rng, f, p), longHold})
+		}
 	}
 	slices.SortStableFunc(all, func(a, b drawn) int { return cmp.Compare(a.spec.At, b.spec.At) })
 	for _, x := range all {

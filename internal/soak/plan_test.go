@@ -110,7 +110,7 @@ func TestPlanAimsAtDangerousMoments(t *testing.T) {
 		case f.Kind == "restart" && f.Point == "" && f.For > 0:
 			timed++
 		case pl.Drawn[i] == "partition-minority":
-			if f.Kind != "partition" || f.Nodes != "minority" || f.Clients == "" {
+			if (f.Kind != "partition" && f.Kind != "refuse") || f.Nodes != "minority" || f.Clients == "" {
 				t.Errorf("fault %d: partition-minority drew %+v", i+1, f)
 			}
 			minority++
@@ -118,6 +118,50 @@ func TestPlanAimsAtDangerousMoments(t *testing.T) {
 	}
 	if atGrant == 0 || timed == 0 || minority == 0 {
 		t.Errorf("10 minutes of Redlock: %d restarts at a grant, %d timed, %d partial partitions: want each", atGrant, timed, minority)
+	}
+}
+
+// TestPlanHoldsOnAtGrants: a fault at a grant comes, sometimes, with its holder working on at that
+// same grant — a client-stall at the same moment, point and skip, right after it in the plan (the
+// nemesis fires a point's faults in plan order) and named long-hold — and the clients wait for
+// replies longer than a lease, so a reply held on the wire until another client holds still
+// reaches its client (getset's GET-then-DEL release and setnx-px's slow grant were safe under 12
+// such faults each with the standard TTL/4).
+func TestPlanHoldsOnAtGrants(t *testing.T) {
+	kinds, err := kindsFor(nil, []string{"redis-single"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := NewPlan(1, 10*time.Minute, 12, kinds, infos(t, "setnx-expire"), 0, 0)
+	if op, ttl := pl.Workload.OpTimeout.D(), pl.Workload.TTL.D(); op <= ttl {
+		t.Errorf("request timeout %v, TTL %v: a reply held a lease on the wire never reaches its client", op, ttl)
+	}
+	held := map[string]int{}
+	jumpsAtGrant := 0
+	for i, f := range pl.Faults {
+		if f.Kind == "clock-jump" && f.Point == "cs:acquired" {
+			jumpsAtGrant++
+		}
+		if pl.Drawn[i] != longHold {
+			continue
+		}
+		if i == 0 {
+			t.Fatalf("the plan starts with a long-hold")
+		}
+		prev := pl.Faults[i-1]
+		if f.Kind != "client-stall" || f.Point != "cs:acquired" || f.At != prev.At || f.Point != prev.Point || f.Skip != prev.Skip ||
+			f.For.D() < 300*time.Millisecond || f.Clients != "" {
+			t.Errorf("fault %d: long-hold %+v after %+v: want a client-stall of the same grant (no clients: its trigger)", i+1, f, prev)
+		}
+		held[pl.Drawn[i-1]]++
+	}
+	for _, k := range []string{"partition", "restart", "clock-jump"} {
+		if held[k] == 0 {
+			t.Errorf("10 minutes: no %s with its holder working on (%v)", k, held)
+		}
+	}
+	if jumpsAtGrant == 0 {
+		t.Errorf("10 minutes: no clock-jump at a grant")
 	}
 }
 
