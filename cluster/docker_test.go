@@ -20,8 +20,9 @@ import (
 
 // The images the tests use: `make images` builds them offline (no registry is reachable here).
 const (
-	testRedisImage = "lockchaos/redis"
-	testZKImage    = "lockchaos/zookeeper"
+	testRedisImage    = "lockchaos/redis"
+	testZKImage       = "lockchaos/zookeeper"
+	testPostgresImage = "lockchaos/postgres"
 )
 
 // needDocker skips the test when docker or an image is missing, unless CI asks for them with
@@ -49,12 +50,12 @@ func needDocker(t *testing.T, images ...string) {
 func startDockerCluster(t *testing.T, spec Spec) *topo {
 	t.Helper()
 	spec.Backend = Docker
-	spec.RedisImage, spec.ZooKeeperImage = testRedisImage, testZKImage
-	img := testRedisImage
-	if spec.Topology == ZooKeeper {
-		img = testZKImage
+	spec.RedisImage, spec.ZooKeeperImage, spec.PostgresImage = testRedisImage, testZKImage, testPostgresImage
+	var images []string
+	for _, k := range topologyRegistry[spec.Topology].containers {
+		images = append(images, containers[k].image(spec))
 	}
-	needDocker(t, img)
+	needDocker(t, images...)
 	if spec.Dir == "" {
 		spec.Dir = t.TempDir()
 	}

@@ -17,14 +17,30 @@ import (
 // (target_session_attrs=read-write, through its own proxies) lands on the primary. With the
 // replication link cut, a row committed on the primary stays there; the cluster's failover fences
 // the primary and promotes the standby, which has the first row, not the second, and no advisory
-// lock; Master names it, and the client's next connection lands on it.
+// lock; Master names it, and the client's next connection lands on it. Restarted, the promoted
+// standby is still the primary. On both backends: a container's standby starts from its image's
+// own copy of the primary's data dir, not from a base backup.
 func TestPostgresStandby(t *testing.T) {
 	t.Parallel()
-	t0 := time.Now()
-	c := startCluster(t, Spec{Topology: PostgresStandby, Clients: 2, Proxies: true})
-	if d := time.Since(t0); d > 3*time.Second {
-		t.Logf("postgres-standby took %v to start (the budget is 3 s; a loaded machine?)", d)
+	for _, backend := range []string{Local, Docker} {
+		t.Run(backend, func(t *testing.T) {
+			t0 := time.Now()
+			spec := Spec{Topology: PostgresStandby, Clients: 2, Proxies: true}
+			var c *topo
+			if backend == Docker {
+				c = startDockerCluster(t, spec)
+			} else {
+				c = startCluster(t, spec)
+			}
+			if d := time.Since(t0); d > 3*time.Second {
+				t.Logf("postgres-standby took %v to start (the budget is 3 s; a loaded machine?)", d)
+			}
+			testStandby(t, c)
+		})
 	}
+}
+
+func testStandby(t *testing.T, c *topo) {
 	ctx := ctxT(t, 60*time.Second)
 	nodes := c.Nodes()
 	if len(nodes) != 2 || nodes[0].Name != "pg-1" || nodes[1].Name != "pg-2" || nodes[1].Kind != KindPostgres {
@@ -57,10 +73,13 @@ func TestPostgresStandby(t *testing.T) {
 	if err := c.Failover(ctx, "pg-2"); err == nil {
 		t.Errorf("Failover(pg-2), the standby: no error")
 	}
+	// Which server a client reached: its postmaster's start time (a promotion keeps it; the
+	// ports are the same 5432 in both containers).
+	primaryID, standbyID := serverID(t, ctx, primary), serverID(t, ctx, standby)
 
 	client := multiHostClient(t, ctx, ep)
-	if port := serverPort(t, ctx, client); port != portOf(nodes[0].Addr) {
-		t.Errorf("the multi-host client reached port %s, want the primary's (%s)", port, portOf(nodes[0].Addr))
+	if id := serverID(t, ctx, client); id != primaryID {
+		t.Errorf("the multi-host client reached the server started at %s, want the primary (%s; the standby: %s)", id, primaryID, standbyID)
 	}
 	var got bool
 	if err := client.QueryRow(ctx, "SELECT pg_try_advisory_lock(42)").Scan(&got); err != nil || !got {
@@ -95,8 +114,8 @@ func TestPostgresStandby(t *testing.T) {
 		t.Errorf("the client's session on the old primary answers after the failover")
 	}
 	again := multiHostClient(t, ctx, ep)
-	if port := serverPort(t, ctx, again); port != portOf(nodes[1].Addr) {
-		t.Errorf("after the failover the multi-host client reached port %s, want the promoted standby's (%s)", port, portOf(nodes[1].Addr))
+	if id := serverID(t, ctx, again); id != standbyID {
+		t.Errorf("after the failover the multi-host client reached the server started at %s, want the promoted standby (%s)", id, standbyID)
 	}
 	var vs []int32
 	rows, err := again.Query(ctx, "SELECT v FROM t ORDER BY v")
@@ -113,6 +132,16 @@ func TestPostgresStandby(t *testing.T) {
 	if n, err := c.KillSessions(ctx, 1); err != nil || n != 1 {
 		t.Errorf("KillSessions(1) on the promoted standby = %d, %v; want 1", n, err)
 	}
+
+	// Restarted, the promoted standby comes back as the primary it became (a standby again would
+	// refuse the write, and Master would name no node).
+	if err := c.Restart(ctx, "pg-2"); err != nil {
+		t.Fatalf("Restart(pg-2) after its promotion: %v", err)
+	}
+	if m, err := c.Master(ctx); err != nil || m != "pg-2" {
+		t.Errorf("Master after the promoted standby's restart = %q, %v; want pg-2", m, err)
+	}
+	pgExec(t, ctx, pgClient(t, ctx, nodes[1].Addr, 0), "INSERT INTO t VALUES (4)")
 }
 
 func TestPostgresStandbySpec(t *testing.T) {
@@ -180,16 +209,12 @@ func multiHostClient(t *testing.T, ctx context.Context, ep Endpoints) *pgx.Conn 
 	return conn
 }
 
-func serverPort(t *testing.T, ctx context.Context, conn *pgx.Conn) string {
+// serverID names the server conn is on by its postmaster's start time.
+func serverID(t *testing.T, ctx context.Context, conn *pgx.Conn) string {
 	t.Helper()
-	var port int
-	if err := conn.QueryRow(ctx, "SELECT inet_server_port()").Scan(&port); err != nil {
+	var id string
+	if err := conn.QueryRow(ctx, "SELECT pg_postmaster_start_time()::text").Scan(&id); err != nil {
 		t.Fatal(err)
 	}
-	return fmt.Sprint(port)
-}
-
-func portOf(addr string) string {
-	_, p, _ := net.SplitHostPort(addr)
-	return p
+	return id
 }
