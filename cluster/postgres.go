@@ -264,10 +264,9 @@ func pgKillSessions(c *topo, ctx context.Context, client int) (int, error) {
 // first start took 7.4 s with them (BENCHMARKS.md "Cost of a run"). TZ: without it initdb scans
 // every zone file for one matching the container's clock (3 s of its 5.5 s here).
 //
-// A standby (server.baseBackup) copies its data dir from the primary with pg_basebackup at its
-// first start, through the replication proxy, into a dir of its own (lockchaos/postgres carries
-// a data dir made at build in PGDATA), and starts in recovery (standby.signal); a restart finds
-// the copy and starts the server over it.
+// A standby (server.baseBackup) starts in recovery (standby.signal) on a copy of its primary's
+// data dir: its image's own, or one pg_basebackup makes at its first start (pgStandbyScript); a
+// restart finds the copy and starts the server over it.
 func postgresContainer(b *docker, m *dockerNode, _ bool) (cmd, env []string) {
 	cmd = []string{"postgres", "-p", strconv.Itoa(pgPort), "-c", "unix_socket_directories=", "-c", "recovery_init_sync_method=syncfs"}
 	for i := 0; i+1 < len(pgFlags); i += 2 {
