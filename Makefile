@@ -54,7 +54,7 @@ images: deps ## build the docker backend's images offline (lockchaos/redis, lock
 # compiler. (-p also bounds compiles: compiling at -p 3 beside running tests made op timeouts of
 # 2 s expire in algorithms' tests.)
 SERVERLESS = ./checker ./cluster/wire ./history ./internal/benchmd ./internal/histgen ./internal/lcerr ./internal/testenv
-LONGEST = ./internal/runner ./cmd/lockchaos ./internal/explore ./internal/soak ./harness ./cluster ./algorithms
+LONGEST = ./internal/runner ./cmd/lockchaos ./internal/explore ./internal/soak ./harness ./cluster ./cluster/docker ./algorithms
 MODULE = github.com/lockchaos/lockchaos
 WITH_SERVERS = $(LONGEST) $(filter-out $(patsubst ./%,$(MODULE)/%,$(SERVERLESS) $(LONGEST)),$(shell $(GO) list ./...))
 TEST_ENV = LOCKCHAOS_REQUIRE_SERVERS=1 LOCKCHAOS_REQUIRE_BROWSER=1 LOCKCHAOS_REQUIRE_DOCKER=1

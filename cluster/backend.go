@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"io"
 	"syscall"
 	"time"
 )
@@ -14,13 +13,17 @@ import (
 //	  which servers, their config, the proxies, endpoints, links, master and leader lookup
 //	   │
 //	   ▼
-//	backend (local*.go: child processes; docker*.go: containers)
+//	backend (local*.go: child processes; external*.go: someone else's servers; the package
+//	  cluster/docker: containers, through the SPI in spi.go and the kinds' Container in container.go)
 //	  where a node is reached, and how its server is started, killed, paused and logged
 //
 // A backend knows no topology: it turns a node's kind and server description into a process or
-// a container.
+// a container. cluster/docker imports cluster, never the other way: it registers itself
+// (RegisterBackend) from its init.
 
-// backend is one way of running servers.
+// backend is one way of running servers, as the core drives it: the local and external backends
+// implement it, and spiBackend adapts a registered Backend (spi.go) to it. A node's machine is a
+// Machine (spi.go), whichever backend made it.
 type backend interface {
 	// name is the Spec.Backend it implements.
 	name() string
@@ -28,50 +31,34 @@ type backend interface {
 	ports(kind Kind) int
 	// machine makes what runs n's server, and sets n.Addr (where the harness reaches it), n.inner
 	// (where other nodes reach it) and n.readyTimeout from n.Kind and n.ports.
-	machine(n *node) machine
+	machine(n *node) Machine
 	// replicationListen is where the replication proxy listens, so that the replica reaches it.
 	replicationListen() (string, error)
 	// runID names the run (etcd's cluster token).
 	runID() string
 	// close frees what the run holds once its nodes are closed: the run dir, the containers.
 	close() error
-	// remoteLinks makes the run's proxies on toxiproxy-servers next to the nodes, when the
-	// backend's client links are there (external); nil: they are the harness's embedded proxies.
-	remoteLinks() *remoteProxies
-	// control runs a process fault ("kill", "restart", "pause", "resume") on n the backend's own
-	// way (external: the cluster file's commands); false: the node does it through its machine.
-	control(ctx context.Context, n *node, ctl string) (bool, error)
-	// restore brings back what the run's process faults left killed or paused, before Close
-	// removes the run's data (external: the servers are someone else's); nothing for backends
-	// whose Close stops every server anyway.
-	restore(ctx context.Context) error
 }
 
-// machine runs one node's server. The node's lock is held around every call.
-type machine interface {
-	// start starts the server (without waiting for it to be ready); restart as in node.restarted.
-	start(ctx context.Context, restart bool) error
-	// dead returns an error once the server is known to have exited: waiting for it to become
-	// ready is pointless. try counts the readiness checks, last is the latest one's error.
-	dead(ctx context.Context, try int, last error) error
-	// exited is closed when the server exits, if the backend learns it at once (else nil).
-	exited() <-chan struct{}
-	// failed stops a server that did not become ready, and returns err with what its log says.
-	failed(err error) error
-	// watch reports the server's death by itself to node.report from now on.
-	watch()
-	// stop kills the server (SIGKILL) and waits until it is gone; no report.
-	stop()
-	// release is the machine's part of Close.
-	release()
-	// running says the server was started (it may have died since).
-	running() bool
-	// pause freezes (on) or continues the server.
-	pause(on bool) error
-	// saveLog writes the server's output so far, its last savedLogMax bytes at most, to w; false
-	// when the backend keeps none (external: someone else's server).
-	saveLog(w io.Writer) (bool, error)
-}
+// Abilities a backend may have beyond backend (the external backend has all three), found by
+// type assertion.
+type (
+	// remoteLinker makes the run's proxies on toxiproxy-servers next to the nodes, when the
+	// backend's client links are there; without it, they are the harness's embedded proxies.
+	remoteLinker interface{ remoteLinks() *remoteProxies }
+	// controller runs a process fault ("kill", "restart", "pause", "resume") on n the backend's
+	// own way (the cluster file's commands); false, or no controller: the node does it through its
+	// machine.
+	controller interface {
+		control(ctx context.Context, n *node, ctl string) (bool, error)
+	}
+	// restorer brings back what the run's process faults left killed or paused, before Close
+	// removes the run's data (the servers are someone else's); without it, Close stops every
+	// server anyway.
+	restorer interface {
+		restore(ctx context.Context) error
+	}
+)
 
 // server says what a node runs beyond its kind, as the topology decides it; each backend turns it
 // into a config its way.

@@ -10,7 +10,7 @@ func (c *topo) Kill(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if done, err := c.be.control(ctx, n, "kill"); done {
+	if done, err := c.control(ctx, n, "kill"); done {
 		return err
 	}
 	n.kill(false)
@@ -30,7 +30,7 @@ func (c *topo) Restart(ctx context.Context, name string) error {
 	}
 	ctx, cancel := c.untilClose(ctx)
 	defer cancel()
-	if done, err := c.be.control(ctx, n, "restart"); done {
+	if done, err := c.control(ctx, n, "restart"); done {
 		return err
 	}
 	return n.restart(ctx)
@@ -55,7 +55,7 @@ func (c *topo) Pause(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if done, err := c.be.control(ctx, n, "pause"); done {
+	if done, err := c.control(ctx, n, "pause"); done {
 		return err
 	}
 	return n.pause(true)
@@ -67,8 +67,17 @@ func (c *topo) Resume(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if done, err := c.be.control(ctx, n, "resume"); done {
+	if done, err := c.control(ctx, n, "resume"); done {
 		return err
 	}
 	return n.pause(false)
+}
+
+// control runs a process fault the backend's own way when it is a controller; false: the node
+// does it through its machine.
+func (c *topo) control(ctx context.Context, n *node, ctl string) (bool, error) {
+	if b, ok := c.be.(controller); ok {
+		return b.control(ctx, n, ctl)
+	}
+	return false, nil
 }

@@ -50,8 +50,8 @@ const (
 func init() {
 	// A member's data dir is its identity in the cluster: a restart keeps it (reuse), as the
 	// local backend keeps the node's dir.
-	registerContainer(KindEtcd, container{image: func(s Spec) string { return s.EtcdImage }, port: etcdClientPort,
-		reuse: true, start: etcdContainer})
+	registerContainer(KindEtcd, Container{Image: func(s Spec) string { return s.EtcdImage }, Port: etcdClientPort,
+		Reuse: true, start: etcdContainer})
 	registerTopology(Etcd, topology{
 		nodes: func(n int) (int, error) {
 			switch {
@@ -115,22 +115,22 @@ func (c *topo) startEtcd(ctx context.Context) error {
 // its peers named by their containers' names on the run network. A restart of the reused
 // container finds its data dir and rejoins (--initial-cluster-state is read only at the first
 // start).
-func etcdContainer(_ *docker, m *dockerNode, _ bool) (cmd, env []string) {
+func etcdContainer(_ ContainerEnv, n *node, _ bool) (cmd, env []string) {
 	url := func(n *node, port int) string {
 		host, _, _ := net.SplitHostPort(n.inner)
 		return "http://" + net.JoinHostPort(host, strconv.Itoa(port))
 	}
 	var peers []string
-	for _, p := range m.n.srv.ensemble {
+	for _, p := range n.srv.ensemble {
 		peers = append(peers, p.Name+"="+url(p, etcdPeerPort))
 	}
 	return append([]string{"etcd",
-		"--name=" + m.n.Name,
+		"--name=" + n.Name,
 		"--data-dir=" + containerData + "/etcd",
-		"--listen-client-urls=http://0.0.0.0:" + strconv.Itoa(etcdClientPort), "--advertise-client-urls=" + url(m.n, etcdClientPort),
-		"--listen-peer-urls=http://0.0.0.0:" + strconv.Itoa(etcdPeerPort), "--initial-advertise-peer-urls=" + url(m.n, etcdPeerPort),
+		"--listen-client-urls=http://0.0.0.0:" + strconv.Itoa(etcdClientPort), "--advertise-client-urls=" + url(n, etcdClientPort),
+		"--listen-peer-urls=http://0.0.0.0:" + strconv.Itoa(etcdPeerPort), "--initial-advertise-peer-urls=" + url(n, etcdPeerPort),
 		"--initial-cluster=" + strings.Join(peers, ","),
-		"--initial-cluster-state=new", "--initial-cluster-token=" + m.n.srv.token,
+		"--initial-cluster-state=new", "--initial-cluster-token=" + n.srv.token,
 	}, etcdFlags...), nil
 }
 

@@ -56,7 +56,7 @@ func (b *external) name() string   { return External }
 func (b *external) runID() string  { return b.id }
 func (b *external) ports(Kind) int { return 0 }
 
-func (b *external) machine(n *node) machine {
+func (b *external) machine(n *node) Machine {
 	// A node is up at start: the check only proves it answers. After a restart command the
 	// server may take as long as a real one takes to come back.
 	n.readyTimeout = 30 * time.Second
@@ -71,19 +71,26 @@ func (b *external) close() error { return nil }
 
 func (b *external) remoteLinks() *remoteProxies { return newRemoteProxies(b.file, b.id) }
 
+// The external backend has every extra ability: a mismatch would silently lose one.
+var _ interface {
+	remoteLinker
+	controller
+	restorer
+} = (*external)(nil)
+
 // externalNode is someone else's server: lockchaos neither starts nor stops it.
 type externalNode struct{ started bool }
 
-func (m *externalNode) start(context.Context, bool) error      { m.started = true; return nil }
-func (m *externalNode) dead(context.Context, int, error) error { return nil }
-func (m *externalNode) exited() <-chan struct{}                { return nil }
-func (m *externalNode) failed(err error) error                 { return err }
-func (m *externalNode) watch()                                 {}
-func (m *externalNode) stop()                                  {}
-func (m *externalNode) release()                               {}
-func (m *externalNode) saveLog(io.Writer) (bool, error)        { return false, nil }
-func (m *externalNode) running() bool                          { return m.started }
-func (m *externalNode) pause(bool) error {
+func (m *externalNode) Start(context.Context, bool) error      { m.started = true; return nil }
+func (m *externalNode) Dead(context.Context, int, error) error { return nil }
+func (m *externalNode) Exited() <-chan struct{}                { return nil }
+func (m *externalNode) Failed(err error) error                 { return err }
+func (m *externalNode) Watch()                                 {}
+func (m *externalNode) Stop()                                  {}
+func (m *externalNode) Release()                               {}
+func (m *externalNode) SaveLog(io.Writer) (bool, error)        { return false, nil }
+func (m *externalNode) Running() bool                          { return m.started }
+func (m *externalNode) Pause(bool) error {
 	return fmt.Errorf("pause goes through the cluster file's commands")
 }
 

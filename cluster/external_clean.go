@@ -37,7 +37,10 @@ const straggleGap = 250 * time.Millisecond
 // what the proxies still hold), then its keys, twice.
 // What fails is also said on Spec.Log, since callers often defer Close and drop its error.
 func (c *topo) closeExternal() error {
-	err := c.be.restore(context.Background())
+	var err error
+	if r, ok := c.be.(restorer); ok {
+		err = r.restore(context.Background())
+	}
 	err = errors.Join(err, c.rp.removeAll())
 	if c.started {
 		err = errors.Join(err, c.removeRunData(context.Background(), c.be.runID()))

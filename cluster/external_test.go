@@ -1,14 +1,12 @@
 package cluster_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,26 +14,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster/internal/testkit"
 	"github.com/lockchaos/lockchaos/internal/exttest"
 )
 
 // syncBuf is a log safe for the cluster's concurrent writes.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuf = testkit.SyncBuffer
 
 // TestExternalRedis runs the external backend against a redis-server and a toxiproxy-server that
 // lockchaos did not start: proxies on the remote server per client, faults through them, the

@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/lockchaos/lockchaos/cluster/internal/testkit"
 	"github.com/lockchaos/lockchaos/internal/testenv"
 )
 
@@ -78,18 +77,12 @@ func procsMentioning(s string) []int {
 	return pids
 }
 
-func redisClient(t *testing.T, addr string, timeout time.Duration) *redis.Client {
-	t.Helper()
-	rc := redis.NewClient(&redis.Options{
-		Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1,
-		DialTimeout: timeout, ReadTimeout: timeout, WriteTimeout: timeout, PoolSize: 2,
-	})
-	t.Cleanup(func() { rc.Close() })
-	return rc
-}
+// The helpers cluster/docker's tests share (cluster/internal/testkit).
+var (
+	redisClient = testkit.RedisClient
+	ctxT        = testkit.CtxT
+	readLine    = testkit.ReadLine
+)
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// syncBuffer is a bytes.Buffer safe for the cluster's watcher goroutines.
+type syncBuffer = testkit.SyncBuffer

@@ -38,7 +38,7 @@ func (b *local) ports(k Kind) int {
 	return 1
 }
 
-func (b *local) machine(n *node) machine {
+func (b *local) machine(n *node) Machine {
 	n.Addr = localAddr(n.ports[0])
 	n.inner = n.Addr
 	switch n.Kind {
@@ -55,11 +55,6 @@ func (b *local) machine(n *node) machine {
 
 func (b *local) replicationListen() (string, error) { return "127.0.0.1:0", nil }
 
-// The local backend's links are embedded proxies, and its nodes' machines run process faults.
-func (b *local) remoteLinks() *remoteProxies                          { return nil }
-func (b *local) control(context.Context, *node, string) (bool, error) { return false, nil }
-func (b *local) restore(context.Context) error                        { return nil }
-
 // close runs after every process is dead: ends the spawner's thread and removes the run dir.
 func (b *local) close() error {
 	b.sp.stop()
@@ -75,7 +70,7 @@ type process struct {
 	p       *proc
 }
 
-func (m *process) start(ctx context.Context, restart bool) error {
+func (m *process) Start(ctx context.Context, restart bool) error {
 	argv, err := m.b.argv(m, restart)
 	if err != nil {
 		return fmt.Errorf("write config: %w", err)
@@ -94,34 +89,34 @@ func (m *process) start(ctx context.Context, restart bool) error {
 	return nil
 }
 
-func (m *process) dead(context.Context, int, error) error {
+func (m *process) Dead(context.Context, int, error) error {
 	if m.p.exited() {
 		return fmt.Errorf("process exited: %v", m.p.err)
 	}
 	return nil
 }
 
-func (m *process) exited() <-chan struct{} { return m.p.done }
+func (m *process) Exited() <-chan struct{} { return m.p.done }
 
-func (m *process) failed(err error) error {
+func (m *process) Failed(err error) error {
 	m.p.kill()
 	if logSays(m.logPath, "ddress already in use") {
-		err = fmt.Errorf("%w (%w)", err, errAddrInUse)
+		err = fmt.Errorf("%w (%w)", err, ErrAddrInUse)
 	}
 	return withLog(err, m.logPath)
 }
 
-func (m *process) watch() { m.p.quiet.Store(false) }
+func (m *process) Watch() { m.p.quiet.Store(false) }
 
-func (m *process) stop() {
+func (m *process) Stop() {
 	if m.p != nil {
 		m.p.kill()
 	}
 }
 
-// saveLog copies the tail of the server's log file: both lives of a restarted server, since a
+// SaveLog copies the tail of the server's log file: both lives of a restarted server, since a
 // restart appends to it.
-func (m *process) saveLog(w io.Writer) (bool, error) {
+func (m *process) SaveLog(w io.Writer) (bool, error) {
 	f, err := os.Open(m.logPath)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil // never started
@@ -130,19 +125,19 @@ func (m *process) saveLog(w io.Writer) (bool, error) {
 		return false, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Size() > savedLogMax {
-		if _, err := f.Seek(st.Size()-savedLogMax, io.SeekStart); err != nil {
+	if st, err := f.Stat(); err == nil && st.Size() > SavedLogMax {
+		if _, err := f.Seek(st.Size()-SavedLogMax, io.SeekStart); err != nil {
 			return false, err
 		}
 	}
-	_, err = io.Copy(w, io.LimitReader(f, savedLogMax))
+	_, err = io.Copy(w, io.LimitReader(f, SavedLogMax))
 	return true, err
 }
 
-func (m *process) release()      { m.stop() }
-func (m *process) running() bool { return m.p != nil }
+func (m *process) Release()      { m.Stop() }
+func (m *process) Running() bool { return m.p != nil }
 
-func (m *process) pause(on bool) error {
+func (m *process) Pause(on bool) error {
 	if on {
 		return m.p.signal(syscall.SIGSTOP)
 	}

@@ -63,7 +63,7 @@ const mariadbPort = 3306
 
 func init() {
 	// The data dir is the server's state, kept by a restart as the local backend keeps it.
-	registerContainer(KindMariaDB, container{image: func(s Spec) string { return s.MariaDBImage }, port: mariadbPort, reuse: true, ready: 45 * time.Second, start: mariadbContainer})
+	registerContainer(KindMariaDB, Container{Image: func(s Spec) string { return s.MariaDBImage }, Port: mariadbPort, Reuse: true, Ready: 45 * time.Second, start: mariadbContainer})
 	registerTopology(MariaDB, topology{
 		nodes:        oneServer(MariaDB),
 		needs:        mariadbRequirements,
@@ -142,7 +142,7 @@ func mariadbIdleFlags(d time.Duration) []string {
 // official image's, made by its entrypoint at the first start with an empty root password on
 // every host. The same command runs in both (the official entrypoint runs it as mysql, where
 // --user=root is ignored with a warning).
-func mariadbContainer(b *docker, _ *dockerNode, _ bool) (cmd, env []string) {
+func mariadbContainer(e ContainerEnv, _ *node, _ bool) (cmd, env []string) {
 	cmd = []string{"mariadbd", "--no-defaults", "--user=root", "--datadir=/var/lib/mysql",
 		"--port=" + strconv.Itoa(mariadbPort), "--bind-address=0.0.0.0"}
 	for _, line := range mariadbConfig(mariadbPort)[1:] {
@@ -155,7 +155,7 @@ func mariadbContainer(b *docker, _ *dockerNode, _ bool) (cmd, env []string) {
 			cmd = append(cmd, "--"+key)
 		}
 	}
-	return append(cmd, mariadbIdleFlags(b.spec.SessionIdleTimeout)...), []string{"MARIADB_ALLOW_EMPTY_ROOT_PASSWORD=1", "TZ=UTC"}
+	return append(cmd, mariadbIdleFlags(e.Spec().SessionIdleTimeout)...), []string{"MARIADB_ALLOW_EMPTY_ROOT_PASSWORD=1", "TZ=UTC"}
 }
 
 // mariadbInit writes the option file and makes the data dir, once.

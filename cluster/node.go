@@ -11,9 +11,9 @@ import (
 	"time"
 )
 
-// errAddrInUse marks a start that failed because a port picked by freePorts was taken meanwhile;
-// Start retries the whole cluster on fresh ports.
-var errAddrInUse = errors.New("address already in use")
+// ErrAddrInUse marks a start that failed because a port picked for it was taken meanwhile; Start
+// retries the whole cluster on fresh ports. A Machine wraps it in Start's error.
+var ErrAddrInUse = errors.New("address already in use")
 
 // node is one server and how to (re)start it; m does the backend's part.
 type node struct {
@@ -21,7 +21,7 @@ type node struct {
 	inner string // where other nodes reach it, and how Sentinel names it (local: Addr)
 	ports []int  // free host ports picked for it (backend.ports)
 	srv   server
-	m     machine
+	m     Machine
 	// ready returns nil once the server answers as it should.
 	ready        func(ctx context.Context) error
 	readyTimeout time.Duration
@@ -42,14 +42,14 @@ func (n *node) launch(ctx context.Context, restart bool) error {
 		return fmt.Errorf("%s: %w", n.Name, errSpawnerClosed)
 	}
 	n.restarted = restart
-	if err := n.m.start(ctx, restart); err != nil {
+	if err := n.m.Start(ctx, restart); err != nil {
 		return fmt.Errorf("%s: %w", n.Name, err)
 	}
 	if err := n.waitReady(ctx); err != nil {
 		// Expected: no crash report, the error says it all.
-		return n.m.failed(fmt.Errorf("%s (%s) did not start: %w", n.Name, n.Addr, err))
+		return n.m.Failed(fmt.Errorf("%s (%s) did not start: %w", n.Name, n.Addr, err))
 	}
-	n.m.watch()
+	n.m.Watch()
 	return nil
 }
 
@@ -63,14 +63,14 @@ func (n *node) waitReady(ctx context.Context) error {
 		if last = n.ready(ctx); last == nil {
 			return nil
 		}
-		if err := n.m.dead(ctx, try, last); err != nil {
+		if err := n.m.Dead(ctx, try, last); err != nil {
 			return err
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("not ready after %v: %w", n.readyTimeout, last)
 		case <-tick.C:
-		case <-n.m.exited():
+		case <-n.m.Exited():
 		}
 	}
 }
@@ -80,7 +80,7 @@ func (n *node) kill(closing bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.closed = n.closed || closing
-	n.m.stop()
+	n.m.Stop()
 }
 
 // close is a node's part of Close.
@@ -88,13 +88,13 @@ func (n *node) close() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.closed = true
-	n.m.release()
+	n.m.Release()
 }
 
 func (n *node) restart(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.m.stop()
+	n.m.Stop()
 	return n.launch(ctx, true)
 }
 
@@ -103,7 +103,7 @@ func (n *node) saveLog(dir string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var b bytes.Buffer
-	ok, err := n.m.saveLog(&b)
+	ok, err := n.m.SaveLog(&b)
 	if err != nil || !ok {
 		return err
 	}
@@ -116,10 +116,10 @@ func (n *node) saveLog(dir string) error {
 func (n *node) pause(on bool) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if !n.m.running() {
+	if !n.m.Running() {
 		return fmt.Errorf("%s is not running", n.Name)
 	}
-	if err := n.m.pause(on); err != nil {
+	if err := n.m.Pause(on); err != nil {
 		return fmt.Errorf("%s: %w", n.Name, err)
 	}
 	return nil

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -75,28 +74,5 @@ func TestNoOrphansAfterSIGKILL(t *testing.T) {
 			}
 			t.Fatalf("server processes survived SIGKILL of the harness: %v", left)
 		})
-	}
-}
-
-func readLine(r interface{ Read([]byte) (int, error) }, timeout time.Duration) (string, error) {
-	ch := make(chan string, 1)
-	errc := make(chan error, 1)
-	go func() {
-		s := bufio.NewScanner(r)
-		for s.Scan() {
-			if l := s.Text(); strings.HasPrefix(l, "READY ") || strings.HasPrefix(l, "ERROR ") {
-				ch <- l
-				return
-			}
-		}
-		errc <- fmt.Errorf("helper ended without READY: %v", s.Err())
-	}()
-	select {
-	case l := <-ch:
-		return l, nil
-	case err := <-errc:
-		return "", err
-	case <-time.After(timeout):
-		return "", fmt.Errorf("no READY after %v", timeout)
 	}
 }

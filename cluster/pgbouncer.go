@@ -38,8 +38,8 @@ const PgBouncerPoolSize = 2
 
 func init() {
 	// A restart is a fresh pgbouncer with the same configuration: its pools are memory only.
-	registerContainer(KindPgBouncer, container{image: func(Spec) string { return PgBouncerImage }, port: pgBouncerPort,
-		user: "postgres", start: pgBouncerContainer})
+	registerContainer(KindPgBouncer, Container{Image: func(Spec) string { return PgBouncerImage }, Port: pgBouncerPort,
+		User: "postgres", start: pgBouncerContainer})
 	registerTopology(PostgresPgBouncer, topology{
 		nodes: oneServer(PostgresPgBouncer),
 		needs: func() []Requirement {
@@ -135,8 +135,8 @@ func pgBouncerConfig(listen string, port int, pgHost string, pgPort int, auth st
 
 // pgBouncerContainer writes the configuration into the container's /tmp and runs pgbouncer on
 // every address of the container, pooling the server's container by name.
-func pgBouncerContainer(_ *docker, m *dockerNode, _ bool) (cmd, env []string) {
-	host, port, _ := net.SplitHostPort(m.n.srv.pooled.inner)
+func pgBouncerContainer(_ ContainerEnv, n *node, _ bool) (cmd, env []string) {
+	host, port, _ := net.SplitHostPort(n.srv.pooled.inner)
 	pgPort, _ := strconv.Atoi(port)
 	lines := pgBouncerConfig("0.0.0.0", pgBouncerPort, host, pgPort, "/tmp/userlist.txt")
 	quoted := make([]string, len(lines))

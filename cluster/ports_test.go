@@ -29,7 +29,7 @@ func TestTakenPortIsRecognised(t *testing.T) {
 	n.mu.Lock()
 	err = n.launch(context.Background(), false)
 	n.mu.Unlock()
-	if !errors.Is(err, errAddrInUse) {
-		t.Fatalf("launch on a taken port = %v, want errAddrInUse", err)
+	if !errors.Is(err, ErrAddrInUse) {
+		t.Fatalf("launch on a taken port = %v, want ErrAddrInUse", err)
 	}
 }

@@ -62,7 +62,7 @@ const pgPort = 5432
 func init() {
 	// The data dir is the server's state, kept by a restart as the local backend keeps it;
 	// PostgreSQL refuses to run as root (the official image's --user postgres).
-	registerContainer(KindPostgres, container{image: func(s Spec) string { return s.PostgresImage }, port: pgPort, reuse: true, user: "postgres", ready: 45 * time.Second, start: postgresContainer})
+	registerContainer(KindPostgres, Container{Image: func(s Spec) string { return s.PostgresImage }, Port: pgPort, Reuse: true, User: "postgres", Ready: 45 * time.Second, start: postgresContainer})
 	registerTopology(Postgres, topology{
 		nodes:        oneServer(Postgres),
 		needs:        pgRequirements,
@@ -267,7 +267,7 @@ func pgKillSessions(c *topo, ctx context.Context, client int) (int, error) {
 // A standby (server.baseBackup) starts in recovery (standby.signal) on a copy of its primary's
 // data dir: its image's own, or one pg_basebackup makes at its first start (pgStandbyScript); a
 // restart finds the copy and starts the server over it.
-func postgresContainer(b *docker, m *dockerNode, _ bool) (cmd, env []string) {
+func postgresContainer(e ContainerEnv, n *node, _ bool) (cmd, env []string) {
 	cmd = []string{"postgres", "-p", strconv.Itoa(pgPort), "-c", "unix_socket_directories=", "-c", "recovery_init_sync_method=syncfs"}
 	for i := 0; i+1 < len(pgFlags); i += 2 {
 		if strings.HasPrefix(pgFlags[i+1], "listen_addresses=") {
@@ -276,12 +276,12 @@ func postgresContainer(b *docker, m *dockerNode, _ bool) (cmd, env []string) {
 		}
 		cmd = append(cmd, pgFlags[i], pgFlags[i+1])
 	}
-	cmd = append(append(cmd, pgIdleFlags(b.spec.SessionIdleTimeout)...), m.n.srv.extra...)
+	cmd = append(append(cmd, pgIdleFlags(e.Spec().SessionIdleTimeout)...), n.srv.extra...)
 	env = []string{"POSTGRES_HOST_AUTH_METHOD=trust", "POSTGRES_INITDB_ARGS=--no-sync", "TZ=UTC"}
-	if m.n.srv.baseBackup == "" {
+	if n.srv.baseBackup == "" {
 		return cmd, env
 	}
-	host, port, _ := net.SplitHostPort(m.n.srv.baseBackup)
+	host, port, _ := net.SplitHostPort(n.srv.baseBackup)
 	quoted := make([]string, len(cmd))
 	for i, a := range cmd {
 		quoted[i] = "'" + a + "'" // no flag has a single quote

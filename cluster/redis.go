@@ -34,7 +34,7 @@ const redisPort = 6379
 
 func init() {
 	// A restarted redis container is a fresh one: empty, as a restarted server without fsync.
-	registerContainer(KindRedis, container{image: redisImage, port: redisPort, ready: 15 * time.Second, start: redisContainer})
+	registerContainer(KindRedis, Container{Image: redisImage, Port: redisPort, Ready: 15 * time.Second, start: redisContainer})
 	registerTopology(RedisSingle, topology{
 		nodes:      func(int) (int, error) { return 1, nil }, // Spec.Nodes is ignored
 		needs:      redisNeeds,
@@ -130,8 +130,7 @@ func redisArgs(lines []string) []string {
 // redisContainer runs the local backend's config (redisConfig), except that the server listens on
 // every interface of its container: only its published port on 127.0.0.1 and the run network
 // reach it.
-func redisContainer(_ *docker, m *dockerNode, restart bool) (cmd, env []string) {
-	n := m.n
+func redisContainer(_ ContainerEnv, n *node, restart bool) (cmd, env []string) {
 	lines := redisConfig(redisPort, containerData)
 	lines = append(lines, "bind 0.0.0.0", "protected-mode no")
 	if !restart {

@@ -1,11 +1,9 @@
 package cluster
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -158,24 +156,6 @@ func TestRedisMulti(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the cluster's watcher goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestCrashIsReportedToSpecLog(t *testing.T) {
 	t.Parallel()
 	var log syncBuffer
@@ -196,5 +176,12 @@ func TestCrashIsReportedToSpecLog(t *testing.T) {
 	}
 	if s := log.String(); !strings.Contains(s, "redis-2") || !strings.Contains(s, "exited by itself") || strings.Contains(s, "redis-1") {
 		t.Errorf("Spec.Log = %q, want one report of redis-2's crash and none of the killed redis-1", s)
+	}
+}
+
+func TestRedisArgs(t *testing.T) {
+	got := strings.Join(redisArgs([]string{"port 6379", `save ""`, "bind 0.0.0.0 -::1"}), "|")
+	if want := "--port|6379|--save||--bind|0.0.0.0|-::1"; got != want {
+		t.Errorf("redisArgs = %q, want %q", got, want)
 	}
 }

@@ -17,15 +17,20 @@ type Requirement struct {
 }
 
 // Requirements lists what backend ("local", "docker", "external") needs and whether this machine
-// has it. For local: the servers of every topology; a missing one disables only its topologies.
+// has it. For local: the servers of every topology; a missing one disables only its topologies. A
+// backend of its own package (docker) lists its own, once the program imports it.
 func Requirements(backend string) []Requirement {
 	switch backend {
 	case Local, "":
 		return allRequirements()
 	case External:
 		return nil // the servers are someone else's
-	case Docker:
-		return dockerRequirements()
+	}
+	if rb, ok := backendRegistry[backend]; ok {
+		return rb.requirements()
+	}
+	if pkg := backendPackages[backend]; pkg != "" {
+		return []Requirement{{Name: "backend " + backend, Detail: notLinked(backend).Error(), Fix: "import _ \"" + pkg + "\" in the program (lockchaos does)"}}
 	}
 	return []Requirement{{Name: "backend " + backend, Detail: "unknown backend", Fix: "use local, docker or external"}}
 }

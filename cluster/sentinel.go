@@ -17,7 +17,7 @@ const sentinelPort = 26379
 
 func init() {
 	// Sentinel's config is its state: Restart starts the same container again.
-	registerContainer(KindSentinel, container{image: redisImage, port: sentinelPort, reuse: true, start: sentinelContainer})
+	registerContainer(KindSentinel, Container{Image: redisImage, Port: sentinelPort, Reuse: true, start: sentinelContainer})
 	registerTopology(RedisSentinel, topology{
 		nodes: func(int) (int, error) { return 2, nil }, // the master and its replica; Spec.Nodes is ignored
 		needs: func() []Requirement {
@@ -232,15 +232,15 @@ func (c *topo) masterName() string {
 // inside the container on the first start only and kept on Restart, which starts the same
 // container again. The sentinels resolve and announce names, so Sentinel tells clients
 // "container:6379", which Endpoints.Dial maps to the client's proxy.
-func sentinelContainer(_ *docker, m *dockerNode, _ bool) (cmd, env []string) {
-	host, port, _ := net.SplitHostPort(m.n.srv.master.inner)
+func sentinelContainer(e ContainerEnv, n *node, _ bool) (cmd, env []string) {
+	host, port, _ := net.SplitHostPort(n.srv.master.inner)
 	// Names, not addresses: a container's address changes when it is started again.
 	lines := append([]string{"sentinel resolve-hostnames yes", "sentinel announce-hostnames yes"},
-		sentinelConfig(sentinelPort, "/tmp", host, port, m.n.srv.downAfter)...)
+		sentinelConfig(sentinelPort, "/tmp", host, port, n.srv.downAfter)...)
 	// Announced by name too, so the sentinels a client discovers through SENTINEL SENTINELS
 	// are reached through its proxies (Dial), not directly at a container address.
 	lines = append(lines, "bind 0.0.0.0", "protected-mode no",
-		"sentinel announce-ip "+m.name, fmt.Sprintf("sentinel announce-port %d", sentinelPort))
+		"sentinel announce-ip "+e.ContainerName(n.Name), fmt.Sprintf("sentinel announce-port %d", sentinelPort))
 	quoted := make([]string, len(lines))
 	for i, l := range lines {
 		quoted[i] = "'" + l + "'" // no line has a single quote

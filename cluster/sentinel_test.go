@@ -1,15 +1,14 @@
 package cluster
 
 import (
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockchaos/lockchaos/cluster/internal/testkit"
 )
 
 func TestRedisSentinelFailover(t *testing.T) {
@@ -89,47 +88,13 @@ func TestRedisSentinelFailover(t *testing.T) {
 	}))
 }
 
-// savedLogs saves c's server logs into a fresh directory and checks that each named node's log
-// holds the given lines, in order (a line named twice must be there twice). It returns the logs.
+// savedLogs is testkit.SavedLogs of c's nodes.
 func savedLogs(t *testing.T, c *topo, want map[string][]string) map[string]string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "servers")
-	if err := c.SaveLogs(dir); err != nil {
-		t.Fatalf("SaveLogs: %v", err)
-	}
-	logs := map[string]string{}
-	for _, n := range c.Nodes() {
-		b, err := os.ReadFile(filepath.Join(dir, n.Name+".log"))
-		if err != nil {
-			t.Errorf("saved log of %s: %v", n.Name, err)
-		}
-		logs[n.Name] = string(b)
-	}
-	for node, lines := range want {
-		rest := logs[node]
-		for _, l := range lines {
-			i := strings.Index(rest, l)
-			if i < 0 {
-				t.Errorf("saved log of %s (%d bytes) lacks %q (once more)", node, len(logs[node]), l)
-				break
-			}
-			rest = rest[i+len(l):]
-		}
-	}
-	return logs
+	return testkit.SavedLogs(t, c.SaveLogs, c.names(), want)
 }
 
-// promotedBySome checks that one of the sentinels' logs tells the promotion: the leader logs it
-// before it names the new master to anyone, while the others may learn it only seconds later.
-func promotedBySome(t *testing.T, logs map[string]string) {
-	t.Helper()
-	for _, s := range []string{"sentinel-1", "sentinel-2", "sentinel-3"} {
-		if strings.Contains(logs[s], "+promoted-slave") {
-			return
-		}
-	}
-	t.Errorf("no sentinel's saved log says +promoted-slave")
-}
+var promotedBySome = testkit.PromotedBySome
 
 // staggeredDownAfter checks that the running sentinels find a dead master down at least a second
 // apart, so that the first of them wins the election alone (sentinelDownAfter). With the same

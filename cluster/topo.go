@@ -34,21 +34,34 @@ func Start(ctx context.Context, spec Spec) (Cluster, error) {
 			return nil, off
 		}
 		open = func(context.Context) (backend, error) { return newLocal(spec) }
-	case Docker:
-		if os.Getenv(NoServers) == "1" {
-			return nil, off
-		}
-		if spec, open, err = prepareDocker(ctx, spec); err != nil {
-			return nil, err
-		}
-		where = " on docker"
 	case External: // starts nothing: the servers are someone else's
 		if spec, open, err = prepareExternal(ctx, spec); err != nil {
 			return nil, err
 		}
 		where = " on external"
-	default:
-		return nil, fmt.Errorf("%w: backend %q is unknown (use local, docker or external)", ErrBadSpec, spec.Backend)
+	default: // a backend of its own package (cluster/docker), registered by its init
+		rb, ok := backendRegistry[spec.Backend]
+		if !ok && backendPackages[spec.Backend] == "" {
+			return nil, fmt.Errorf("%w: backend %q is unknown (use local, docker or external)", ErrBadSpec, spec.Backend)
+		}
+		if os.Getenv(NoServers) == "1" {
+			return nil, off
+		}
+		if !ok {
+			return nil, notLinked(spec.Backend)
+		}
+		var openSPI func(context.Context) (Backend, error)
+		if spec, openSPI, err = rb.prepare(ctx, spec); err != nil {
+			return nil, err
+		}
+		open = func(ctx context.Context) (backend, error) {
+			b, err := openSPI(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return spiBackend{b}, nil
+		}
+		where = " on " + spec.Backend
 	}
 	for attempt := 1; ; attempt++ {
 		c, err := startTopo(ctx, spec, open)
@@ -57,7 +70,7 @@ func Start(ctx context.Context, spec Spec) (Cluster, error) {
 		}
 		// A port chosen by freePorts can be taken by another process before our server binds
 		// it; that is not the user's problem, so start again on fresh ports.
-		if !errors.Is(err, errAddrInUse) || attempt == 3 {
+		if !errors.Is(err, ErrAddrInUse) || attempt == 3 {
 			return nil, fmt.Errorf("start %s cluster%s: %w", spec.Topology, where, err)
 		}
 	}
@@ -100,7 +113,9 @@ func startTopo(ctx context.Context, spec Spec, open func(context.Context) (backe
 			c.Close()
 		}
 	}()
-	c.rp = be.remoteLinks()
+	if rl, ok := be.(remoteLinker); ok {
+		c.rp = rl.remoteLinks()
+	}
 	switch {
 	case c.rp != nil:
 		err = c.startExternal(ctx)
@@ -208,8 +223,8 @@ func (c *topo) Close() error {
 	return c.closeErr
 }
 
-// savedLogMax bounds each server log SaveLogs writes: its last MiB.
-const savedLogMax = 1 << 20
+// SavedLogMax bounds each server log SaveLogs writes: its last MiB (Machine.SaveLog).
+const SavedLogMax = 1 << 20
 
 // SaveLogs writes each server's output so far to dir/<node>.log, creating dir. The external
 // backend's servers are someone else's: it writes none.

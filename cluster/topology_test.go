@@ -28,7 +28,7 @@ func TestTopologiesRegistered(t *testing.T) {
 		}
 		images := Spec{RedisImage: "r", ZooKeeperImage: "z", PostgresImage: "p", MariaDBImage: "m", EtcdImage: "e"}
 		for _, kind := range tp.containers {
-			if c, ok := containers[kind]; !ok || c.image == nil || c.image(images) == "" || c.start == nil || c.port == 0 {
+			if c, ok := containers[kind]; !ok || c.Image == nil || c.Image(images) == "" || c.start == nil || c.Port == 0 {
 				t.Errorf("%s runs %s servers on docker, but no container with an image, a port and a start is registered for them", name, kind)
 			}
 		}

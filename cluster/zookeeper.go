@@ -26,7 +26,7 @@ const zkClientPort = 2181
 
 func init() {
 	// A member's data dir is its state: Restart starts the same container again.
-	registerContainer(KindZooKeeper, container{image: func(s Spec) string { return s.ZooKeeperImage }, port: zkClientPort, reuse: true, ready: 40 * time.Second, start: zooKeeperContainer})
+	registerContainer(KindZooKeeper, Container{Image: func(s Spec) string { return s.ZooKeeperImage }, Port: zkClientPort, Reuse: true, Ready: 40 * time.Second, start: zooKeeperContainer})
 	registerTopology(ZooKeeper, topology{
 		nodes: func(n int) (int, error) {
 			if n == 0 {
@@ -157,11 +157,10 @@ func (c *topo) zkLeader(ctx context.Context) (string, error) {
 // (ZOO_MY_ID, ZOO_SERVERS, ...), which lockchaos/zookeeper reads too, with the local backend's
 // settings (local_servers.go): tickTime from the spec, initLimit 10, syncLimit 5, sessions up to
 // 60 s, and zkJVMFlags. Members find each other by container name on the run network.
-func zooKeeperContainer(b *docker, m *dockerNode, _ bool) (cmd, env []string) {
-	n := m.n
+func zooKeeperContainer(e ContainerEnv, n *node, _ bool) (cmd, env []string) {
 	env = []string{
 		fmt.Sprintf("ZOO_MY_ID=%d", n.srv.id),
-		fmt.Sprintf("ZOO_TICK_TIME=%d", b.spec.ZKTickTime.Milliseconds()),
+		fmt.Sprintf("ZOO_TICK_TIME=%d", e.Spec().ZKTickTime.Milliseconds()),
 		"ZOO_INIT_LIMIT=10",
 		"ZOO_SYNC_LIMIT=5",
 		"ZOO_4LW_COMMANDS_WHITELIST=*",
@@ -171,9 +170,9 @@ func zooKeeperContainer(b *docker, m *dockerNode, _ bool) (cmd, env []string) {
 	}
 	if len(n.srv.ensemble) > 1 {
 		var servers []string
-		for _, e := range n.srv.ensemble {
-			host, _, _ := net.SplitHostPort(e.inner)
-			servers = append(servers, fmt.Sprintf("server.%d=%s:2888:3888;%d", e.srv.id, host, zkClientPort))
+		for _, p := range n.srv.ensemble {
+			host, _, _ := net.SplitHostPort(p.inner)
+			servers = append(servers, fmt.Sprintf("server.%d=%s:2888:3888;%d", p.srv.id, host, zkClientPort))
 		}
 		env = append(env, "ZOO_SERVERS="+strings.Join(servers, " "))
 	}

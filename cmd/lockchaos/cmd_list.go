@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster/docker" // also registers the docker backend: doctor lists its requirements
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/harness"
 	"github.com/lockchaos/lockchaos/reports"
@@ -156,7 +157,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout io.Writer) (int, error
 		return doctorCluster(ctx, clusterFile, stdout)
 	}
 	if clean {
-		n, err := cluster.CleanDocker(ctx)
+		n, err := docker.Clean(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("doctor --clean: %w", err)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	_ "github.com/lockchaos/lockchaos/cluster/docker" // the start times on the docker backend
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/harness"
 	"github.com/lockchaos/lockchaos/internal/bench"

@@ -1,4 +1,4 @@
-package cluster
+package docker
 
 import (
 	"context"
@@ -13,125 +13,25 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/lockchaos/lockchaos/internal/testenv"
 	dc "github.com/ory/dockertest/v3/docker"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockchaos/lockchaos/cluster"
 )
 
-// The images the tests use: `make images` builds them offline (no registry is reachable here).
-const (
-	testRedisImage    = "lockchaos/redis"
-	testZKImage       = "lockchaos/zookeeper"
-	testPostgresImage = "lockchaos/postgres"
-)
-
-// needDocker skips the test when docker or an image is missing, unless CI asks for them with
-// LOCKCHAOS_REQUIRE_DOCKER=1, where that is a failure.
-func needDocker(t *testing.T, images ...string) {
+// redisPortOf is the redis server's port inside its container.
+func redisPortOf(t *testing.T) int {
 	t.Helper()
-	testenv.Servers(t)
-	fail := func(err error) {
-		t.Helper()
-		testenv.Missing(t, testenv.RequireDocker, err.Error())
+	c, ok := cluster.ContainerOf(cluster.KindRedis)
+	if !ok {
+		t.Fatal("no redis container registered")
 	}
-	pool, err := dockerPool(context.Background())
-	if err != nil {
-		fail(err)
-	}
-	for _, img := range images {
-		if err := checkImage(pool, img); err != nil {
-			fail(err)
-		}
-	}
-}
-
-// startDockerCluster starts spec on the docker backend with the local images, fails the test on
-// error, and at the end closes it and checks that no container or network of the run survives.
-func startDockerCluster(t *testing.T, spec Spec) *topo {
-	t.Helper()
-	spec.Backend = Docker
-	spec.RedisImage, spec.ZooKeeperImage, spec.PostgresImage = testRedisImage, testZKImage, testPostgresImage
-	var images []string
-	for _, k := range topologyRegistry[spec.Topology].containers {
-		images = append(images, containers[k].image(spec))
-	}
-	needDocker(t, images...)
-	if spec.Dir == "" {
-		spec.Dir = t.TempDir()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	t0 := time.Now()
-	c, err := Start(ctx, spec)
-	if err != nil {
-		t.Fatalf("Start(%s on docker): %v", spec.Topology, err)
-	}
-	t.Logf("%s on docker (%d nodes, proxies %v) started in %v", spec.Topology, len(c.Nodes()), spec.Proxies, time.Since(t0).Round(time.Millisecond))
-	d := c.(*topo)
-	id := d.be.(*docker).id
-	t.Cleanup(func() {
-		if err := d.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-		if err := d.Close(); err != nil {
-			t.Errorf("second Close: %v", err)
-		}
-		if left := labelled(t, labelRun+"="+id); len(left) > 0 {
-			t.Errorf("after Close, docker objects of run %s remain: %v", id, left)
-		}
-	})
-	return d
-}
-
-// labelled lists the containers and networks carrying label (k=v), as "container NAME" and
-// "network NAME".
-func labelled(t *testing.T, label string) []string {
-	t.Helper()
-	pool, err := dockerPool(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := pool.Client.ListContainers(dc.ListContainersOptions{All: true, Filters: map[string][]string{"label": {label}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, c := range cs {
-		out = append(out, "container "+strings.Join(c.Names, ","))
-	}
-	ns, err := pool.Client.FilteredListNetworks(dc.NetworkFilterOpts{"label": {label: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range ns {
-		out = append(out, "network "+n.Name)
-	}
-	return out
-}
-
-// checkLoopbackOnly fails unless every published port of the node's container is on 127.0.0.1.
-func checkLoopbackOnly(t *testing.T, c *topo, name string) {
-	t.Helper()
-	n, _ := c.node(name)
-	ct, err := c.be.(*docker).pool.Client.InspectContainer(n.m.(*dockerNode).name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ct.NetworkSettings.Ports) == 0 {
-		t.Errorf("%s publishes no port", name)
-	}
-	for port, bs := range ct.NetworkSettings.Ports {
-		for _, b := range bs {
-			if b.HostIP != "127.0.0.1" {
-				t.Errorf("%s publishes %s on %s:%s, want 127.0.0.1 only", name, port, b.HostIP, b.HostPort)
-			}
-		}
-	}
+	return c.Port
 }
 
 func TestDockerRedisSingle(t *testing.T) {
 	t.Parallel()
-	c := startDockerCluster(t, Spec{Topology: RedisSingle, Clients: 2, Proxies: true})
+	c := startDockerCluster(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
 	ctx := ctxT(t, 60*time.Second)
 	nodes := c.Nodes()
 	if len(nodes) != 1 || nodes[0].Name != "redis-1" || !strings.HasPrefix(nodes[0].Addr, "127.0.0.1:") {
@@ -198,7 +98,7 @@ func TestDockerRedisSingle(t *testing.T) {
 
 func TestDockerRedisMulti(t *testing.T) {
 	t.Parallel()
-	c := startDockerCluster(t, Spec{Topology: RedisMulti, Nodes: 3, Clients: 1, Proxies: true})
+	c := startDockerCluster(t, cluster.Spec{Topology: cluster.RedisMulti, Nodes: 3, Clients: 1, Proxies: true})
 	ctx := ctxT(t, 30*time.Second)
 	e := c.Endpoints(1)
 	if len(e.Addrs) != 3 {
@@ -219,7 +119,7 @@ func TestDockerRedisMulti(t *testing.T) {
 
 func TestDockerSentinel(t *testing.T) {
 	t.Parallel()
-	c := startDockerCluster(t, Spec{Topology: RedisSentinel, Clients: 1, Proxies: true})
+	c := startDockerCluster(t, cluster.Spec{Topology: cluster.RedisSentinel, Clients: 1, Proxies: true})
 	ctx := ctxT(t, 60*time.Second)
 	e := c.Endpoints(1)
 	if len(e.SentinelAddrs) != 3 || e.MasterName == "" || e.Dial == nil {
@@ -267,7 +167,7 @@ func TestDockerSentinel(t *testing.T) {
 	if err := c.Restart(ctx, "sentinel-1"); err != nil {
 		t.Fatal(err)
 	}
-	if a, err := sentinelMasterAddr(ctx, c.byName["sentinel-1"].Addr); err != nil || a != c.byName["redis-2"].inner {
+	if a, err := sentinelMasterAddr(ctx, c.addr(t, "sentinel-1"), e.MasterName); err != nil || a != innerAddr(c.container("redis-2"), redisPortOf(t)) {
 		t.Errorf("restarted sentinel-1 says the master is %q, %v; want redis-2", a, err)
 	}
 	// The old master comes back empty, on a new container address under the same name; the
@@ -280,8 +180,8 @@ func TestDockerSentinel(t *testing.T) {
 		t.Logf("redis-1 became a replica %v after its restart", time.Since(t0).Round(time.Millisecond))
 	}()
 	for {
-		v, err := redisDo(ctx, c.byName["redis-1"].Addr, time.Second, "INFO", "replication")
-		if s, _ := v.(string); err == nil && strings.Contains(s, "role:slave") {
+		v, err := redisClient(t, c.addr(t, "redis-1"), time.Second).Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(v, "role:slave") {
 			break
 		}
 		if ctx.Err() != nil {
@@ -303,13 +203,16 @@ func TestDockerSentinel(t *testing.T) {
 func TestDockerCrashReport(t *testing.T) {
 	t.Parallel()
 	var log syncBuffer
-	c := startDockerCluster(t, Spec{Topology: RedisMulti, Nodes: 2, Log: &log})
+	c := startDockerCluster(t, cluster.Spec{Topology: cluster.RedisMulti, Nodes: 2, Log: &log})
 	ctx := ctxT(t, 30*time.Second)
 	if err := c.Kill(ctx, "redis-1"); err != nil {
 		t.Fatal(err)
 	}
-	n := c.byName["redis-2"]
-	if err := c.be.(*docker).pool.Client.KillContainer(dc.KillContainerOptions{ID: n.m.(*dockerNode).name}); err != nil {
+	pool, err := dockerPool(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Client.KillContainer(dc.KillContainerOptions{ID: c.container("redis-2")}); err != nil {
 		t.Fatal(err)
 	}
 	for !strings.Contains(log.String(), "redis-2") {
@@ -327,7 +230,7 @@ func TestDockerZooKeeper(t *testing.T) {
 	for _, nodes := range []int{1, 3} {
 		t.Run(fmt.Sprint(nodes), func(t *testing.T) {
 			t.Parallel()
-			c := startDockerCluster(t, Spec{Topology: ZooKeeper, Nodes: nodes, Clients: 1, Proxies: true})
+			c := startDockerCluster(t, cluster.Spec{Topology: cluster.ZooKeeper, Nodes: nodes, Clients: 1, Proxies: true})
 			ctx := ctxT(t, 90*time.Second)
 			for _, n := range c.Nodes() {
 				checkLoopbackOnly(t, c, n.Name)
@@ -367,8 +270,7 @@ func TestDockerZooKeeper(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("restart of %s took %v", leader, time.Since(t0).Round(time.Millisecond))
-			n, _ := c.node(leader)
-			one, _, err := zk.Connect([]string{n.Addr}, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(quietZK{}))
+			one, _, err := zk.Connect([]string{c.addr(t, leader)}, 4*time.Second, zk.WithLogInfo(false), zk.WithLogger(quietZK{}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -382,15 +284,15 @@ func TestDockerZooKeeper(t *testing.T) {
 
 func TestDockerMissingImage(t *testing.T) {
 	needDocker(t)
-	_, err := Start(context.Background(), Spec{Topology: RedisSingle, Backend: Docker, RedisImage: "lockchaos/no-such-image:1"})
-	if !errors.Is(err, ErrMissingBinary) || !strings.Contains(err.Error(), "make images") {
+	_, err := cluster.Start(context.Background(), cluster.Spec{Topology: cluster.RedisSingle, Backend: cluster.Docker, RedisImage: "lockchaos/no-such-image:1"})
+	if !errors.Is(err, cluster.ErrMissingBinary) || !strings.Contains(err.Error(), "make images") {
 		t.Fatalf("Start with a missing image: %v; want ErrMissingBinary naming make images", err)
 	}
 }
 
 func TestDockerRequirements(t *testing.T) {
 	needDocker(t)
-	rs := Requirements(Docker)
+	rs := cluster.Requirements(cluster.Docker)
 	if len(rs) != 8 || !rs[0].OK || !strings.Contains(rs[0].Detail, "Docker Engine") || rs[3].Name != "postgres image" ||
 		rs[4].Name != "mariadb image" || rs[5].Name != "pgbouncer image" || rs[6].Name != "etcd image" ||
 		rs[7].Name != "topologies" || !strings.Contains(rs[7].Detail, "postgres-standby, redis-cluster") || strings.Contains(rs[7].Detail, "not") {
@@ -422,12 +324,12 @@ func TestDockerHelperProcess(t *testing.T) {
 	if topology == "" {
 		t.Skip("helper for TestDockerCleanAfterSIGKILL")
 	}
-	c, err := Start(context.Background(), Spec{Topology: topology, Nodes: 2, Backend: Docker, RedisImage: testRedisImage, Dir: os.TempDir()})
+	c, err := cluster.Start(context.Background(), cluster.Spec{Topology: topology, Nodes: 2, Backend: cluster.Docker, RedisImage: testRedisImage, Dir: os.TempDir()})
 	if err != nil {
 		fmt.Println("ERROR", strings.ReplaceAll(err.Error(), "\n", " | "))
 		os.Exit(1)
 	}
-	fmt.Println("READY", c.(*topo).be.(*docker).id)
+	fmt.Println("READY", runOf(t, c))
 	time.Sleep(time.Minute)
 	os.Exit(3) // never Close: the parent's SIGKILL leaves the containers behind
 }
@@ -437,7 +339,7 @@ func TestDockerHelperProcess(t *testing.T) {
 func killedRun(t *testing.T) string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDockerHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), dockerHelperEnv+"="+RedisMulti)
+	cmd.Env = append(os.Environ(), dockerHelperEnv+"="+cluster.RedisMulti)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -463,61 +365,77 @@ func killedRun(t *testing.T) string {
 }
 
 // TestDockerCleanAfterSIGKILL: a harness killed by SIGKILL leaves its containers and network;
-// CleanDocker, and the next Start, remove them and nothing labelled with the run survives.
+// Clean, and the next Start, remove them and nothing labelled with the run survives.
 func TestDockerCleanAfterSIGKILL(t *testing.T) {
 	needDocker(t, testRedisImage)
-	t.Run("CleanDocker", func(t *testing.T) {
+	t.Run("Clean", func(t *testing.T) {
 		run := killedRun(t)
-		removed, err := CleanDocker(context.Background())
+		removed, err := Clean(context.Background())
 		if err != nil {
-			t.Fatalf("CleanDocker: %v", err)
+			t.Fatalf("Clean: %v", err)
 		}
 		if removed < 3 {
-			t.Errorf("CleanDocker removed %d, want at least the killed run's 3", removed)
+			t.Errorf("Clean removed %d, want at least the killed run's 3", removed)
 		}
 		if left := labelled(t, run); len(left) > 0 {
-			t.Fatalf("after CleanDocker, the killed run's objects remain: %v", left)
+			t.Fatalf("after Clean, the killed run's objects remain: %v", left)
 		}
 	})
 	t.Run("next Start", func(t *testing.T) {
 		run := killedRun(t)
-		startDockerCluster(t, Spec{Topology: RedisSingle})
+		startDockerCluster(t, cluster.Spec{Topology: cluster.RedisSingle})
 		if left := labelled(t, run); len(left) > 0 {
 			t.Fatalf("after the next Start, the killed run's objects remain: %v", left)
 		}
 	})
 }
 
-// TestDockerPortTaken: a published port someone took meanwhile is errAddrInUse, which Start
-// retries on fresh ports, and the failed container does not stay behind.
+// TestDockerPortTaken: a published port someone took meanwhile is cluster.ErrAddrInUse, which
+// Start retries on fresh ports, and the failed container does not stay behind.
 func TestDockerPortTaken(t *testing.T) {
 	t.Parallel()
-	c := startDockerCluster(t, Spec{Topology: RedisSingle})
+	needDocker(t, testRedisImage)
+	ctx := ctxT(t, 30*time.Second)
+	_, open, err := prepare(ctx, cluster.Spec{Topology: cluster.RedisSingle, RedisImage: testRedisImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := be.(*docker)
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if left := labelled(t, labelRun+"="+b.id); len(left) > 0 {
+			t.Errorf("after Close, docker objects of run %s remain: %v", b.id, left)
+		}
+	})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	n := c.redisNode("redis-x", []int{l.Addr().(*net.TCPAddr).Port}, nil)
-	n.mu.Lock()
-	err = n.launch(ctxT(t, 30*time.Second), false)
-	n.mu.Unlock()
-	if !errors.Is(err, errAddrInUse) {
-		t.Fatalf("launch on a taken port: %v; want errAddrInUse", err)
+	m := b.Machine(cluster.NewServer("redis-x", cluster.KindRedis, []int{l.Addr().(*net.TCPAddr).Port}))
+	err = m.Start(ctx, false)
+	if !errors.Is(err, cluster.ErrAddrInUse) {
+		t.Fatalf("start on a taken port: %v; want cluster.ErrAddrInUse", err)
 	}
-	if _, err := c.be.(*docker).pool.Client.InspectContainer(n.m.(*dockerNode).name); !isNoSuchContainer(err) {
+	if _, err := b.pool.Client.InspectContainer(m.(*dockerNode).name); !isNoSuchContainer(err) {
 		t.Errorf("the container that failed to start is still there (%v)", err)
 	}
 }
 
-// TestDockerCleanSparesLiveRuns: CleanDocker removes nothing of a run whose harness lives.
+// TestDockerCleanSparesLiveRuns: Clean removes nothing of a run whose harness lives.
 func TestDockerCleanSparesLiveRuns(t *testing.T) {
-	c := startDockerCluster(t, Spec{Topology: RedisSingle})
-	if _, err := CleanDocker(context.Background()); err != nil {
+	c := startDockerCluster(t, cluster.Spec{Topology: cluster.RedisSingle})
+	if _, err := Clean(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := labelled(t, labelRun+"="+c.be.(*docker).id); len(got) != 2 {
-		t.Fatalf("CleanDocker touched a live run: %v left of its container and network", got)
+	if got := labelled(t, labelRun+"="+c.id); len(got) != 2 {
+		t.Fatalf("Clean touched a live run: %v left of its container and network", got)
 	}
 }
 
@@ -553,15 +471,3 @@ func TestSplitImage(t *testing.T) {
 		}
 	}
 }
-
-func TestRedisArgs(t *testing.T) {
-	got := strings.Join(redisArgs([]string{"port 6379", `save ""`, "bind 0.0.0.0 -::1"}), "|")
-	if want := "--port|6379|--save||--bind|0.0.0.0|-::1"; got != want {
-		t.Errorf("redisArgs = %q, want %q", got, want)
-	}
-}
-
-// quietZK drops the zk client's reconnect chatter (a killed member is the point of the test).
-type quietZK struct{}
-
-func (quietZK) Printf(string, ...any) {}

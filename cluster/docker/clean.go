@@ -1,4 +1,4 @@
-package cluster
+package docker
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/ory/dockertest/v3"
 	dc "github.com/ory/dockertest/v3/docker"
+
+	"github.com/lockchaos/lockchaos/cluster"
 )
 
 // Labels on every container and network of the docker backend. The owner label names the
@@ -77,9 +79,9 @@ func ownerGone(owner string) bool {
 	return err != nil || procStart(pid) != f[3]
 }
 
-// ErrNoDocker is wrapped when the docker daemon is not reachable; Start wraps it with
-// ErrMissingBinary too, since the fix is on the user's side.
-var ErrNoDocker = errors.New("lockchaos: docker daemon not reachable")
+// ErrNoDaemon is wrapped when the docker daemon is not reachable; Start wraps it with
+// cluster.ErrMissingBinary too, since the fix is on the user's side.
+var ErrNoDaemon = errors.New("lockchaos: docker daemon not reachable")
 
 // dockerPool connects to the docker daemon (DOCKER_HOST, or the default socket) and pings it.
 func dockerPool(ctx context.Context) (*dockertest.Pool, error) {
@@ -90,7 +92,7 @@ func dockerPool(ctx context.Context) (*dockertest.Pool, error) {
 		err = pool.Client.PingWithContext(ctx)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w: %v (start it: systemctl start docker, or set DOCKER_HOST; or use --backend local)", ErrMissingBinary, ErrNoDocker, err)
+		return nil, fmt.Errorf("%w: %w: %v (start it: systemctl start docker, or set DOCKER_HOST; or use --backend local)", cluster.ErrMissingBinary, ErrNoDaemon, err)
 	}
 	return pool, nil
 }
@@ -101,21 +103,21 @@ func dockerPool(ctx context.Context) (*dockertest.Pool, error) {
 func checkImage(pool *dockertest.Pool, image string) error {
 	if _, err := pool.Client.InspectImage(image); err != nil {
 		if errors.Is(err, dc.ErrNoSuchImage) && strings.HasPrefix(image, "lockchaos/") {
-			return fmt.Errorf("%w: docker image %s not present: run make images (builds it offline from the host's packages)", ErrMissingBinary, image)
+			return fmt.Errorf("%w: docker image %s not present: run make images (builds it offline from the host's packages)", cluster.ErrMissingBinary, image)
 		}
 		if errors.Is(err, dc.ErrNoSuchImage) {
-			return fmt.Errorf("%w: docker image %s not present: run make images (builds lockchaos/redis, lockchaos/zookeeper, lockchaos/postgres, lockchaos/mariadb, lockchaos/pgbouncer and lockchaos/etcd offline) and pass --redis-image lockchaos/redis --zookeeper-image lockchaos/zookeeper --postgres-image lockchaos/postgres --mariadb-image lockchaos/mariadb --etcd-image lockchaos/etcd, or docker pull %s", ErrMissingBinary, image, image)
+			return fmt.Errorf("%w: docker image %s not present: run make images (builds lockchaos/redis, lockchaos/zookeeper, lockchaos/postgres, lockchaos/mariadb, lockchaos/pgbouncer and lockchaos/etcd offline) and pass --redis-image lockchaos/redis --zookeeper-image lockchaos/zookeeper --postgres-image lockchaos/postgres --mariadb-image lockchaos/mariadb --etcd-image lockchaos/etcd, or docker pull %s", cluster.ErrMissingBinary, image, image)
 		}
 		return fmt.Errorf("inspect docker image %s: %w", image, err)
 	}
 	return nil
 }
 
-// CleanDocker removes the containers and networks that runs of the docker backend left behind
+// Clean removes the containers and networks that runs of the docker backend left behind
 // when their harness died (SIGKILL, a crash): those labelled lockchaos=1 whose owner process is
 // gone. Live runs, also other processes' on this machine, are left alone. It returns how many
 // containers and networks it removed. lockchaos doctor --clean calls it; Start does the same.
-func CleanDocker(ctx context.Context) (removed int, err error) {
+func Clean(ctx context.Context) (removed int, err error) {
 	pool, err := dockerPool(ctx)
 	if err != nil {
 		return 0, err

@@ -1,4 +1,4 @@
-package cluster
+package docker
 
 import (
 	"bytes"
@@ -12,14 +12,17 @@ import (
 
 	"github.com/ory/dockertest/v3"
 	dc "github.com/ory/dockertest/v3/docker"
+
+	"github.com/lockchaos/lockchaos/cluster"
 )
 
 // dockerNode is a node's server as a container.
 type dockerNode struct {
 	b        *docker
-	n        *node
-	c        container // how servers of its kind run in a container
-	name     string    // the container's name, also its DNS name on the run network
+	s        *cluster.Server
+	c        cluster.Container // how servers of its kind run in a container
+	runs     bool              // c was registered: the backend runs the kind
+	name     string            // the container's name, also its DNS name on the run network
 	hostPort int
 	image    string
 
@@ -28,10 +31,10 @@ type dockerNode struct {
 	unwatch func()
 }
 
-func (m *dockerNode) start(ctx context.Context, restart bool) error {
+func (m *dockerNode) Start(ctx context.Context, restart bool) error {
 	err := m.run(ctx, restart)
 	if err != nil && isPortTaken(err) {
-		err = fmt.Errorf("%w (%w)", err, errAddrInUse)
+		err = fmt.Errorf("%w (%w)", err, cluster.ErrAddrInUse)
 	}
 	return err
 }
@@ -39,10 +42,10 @@ func (m *dockerNode) start(ctx context.Context, restart bool) error {
 // run starts the container (or, for a reused node's Restart, starts it again).
 func (m *dockerNode) run(ctx context.Context, restart bool) error {
 	cl := m.b.pool.Client
-	if m.c.start == nil {
-		return fmt.Errorf("the docker backend runs no %s server (use --backend local)", m.n.Kind)
+	if !m.runs {
+		return fmt.Errorf("the docker backend runs no %s server (use --backend local)", m.s.Kind())
 	}
-	if restart && (m.c.reuse || m.n.srv.keep) && m.res != nil {
+	if restart && (m.c.Reuse || m.s.Keep()) && m.res != nil {
 		return cl.StartContainerWithContext(m.res.Container.ID, nil, ctx)
 	}
 	if m.res != nil {
@@ -51,31 +54,32 @@ func (m *dockerNode) run(ctx context.Context, restart bool) error {
 		}
 		m.res = nil
 	}
-	cmd, env := m.c.start(m.b, m, restart)
+	cmd, env := m.c.Command(m.b, m.s, restart)
 	repo, tag := splitImage(m.image)
-	portID := fmt.Sprintf("%d/tcp", m.c.port)
+	portID := fmt.Sprintf("%d/tcp", m.c.Port)
 	// 127.0.0.1 only: nothing of a run is reachable from other machines (the gateway's
 	// address is this machine's own, on the run network).
 	exposed := []string{portID}
 	bindings := map[dc.Port][]dc.PortBinding{dc.Port(portID): {{HostIP: "127.0.0.1", HostPort: strconv.Itoa(m.hostPort)}}}
-	for i, p := range m.n.srv.gatewayPorts {
-		if i+1 >= len(m.n.ports) || m.b.gateway == "" {
-			return fmt.Errorf("no host port or gateway to publish %s's port %d on", m.n.Name, p)
+	ports := m.s.Ports()
+	for i, p := range m.s.GatewayPorts() {
+		if i+1 >= len(ports) || m.b.gateway == "" {
+			return fmt.Errorf("no host port or gateway to publish %s's port %d on", m.s.Name(), p)
 		}
 		id := fmt.Sprintf("%d/tcp", p)
 		exposed = append(exposed, id)
-		bindings[dc.Port(id)] = []dc.PortBinding{{HostIP: m.b.gateway, HostPort: strconv.Itoa(m.n.ports[i+1])}}
+		bindings[dc.Port(id)] = []dc.PortBinding{{HostIP: m.b.gateway, HostPort: strconv.Itoa(ports[i+1])}}
 	}
 	res, err := m.b.pool.RunWithOptions(&dockertest.RunOptions{
 		Name:         m.name,
 		Hostname:     m.name,
-		User:         m.c.user,
+		User:         m.c.User,
 		Repository:   repo,
 		Tag:          tag,
 		Cmd:          cmd,
 		Env:          env,
 		NetworkID:    m.b.net.Network.ID,
-		Labels:       m.b.labels(m.n.Name),
+		Labels:       m.b.labels(m.s.Name()),
 		ExposedPorts: exposed,
 		PortBindings: bindings,
 	}, func(hc *dc.HostConfig) {
@@ -92,8 +96,8 @@ func (m *dockerNode) run(ctx context.Context, restart bool) error {
 	return nil
 }
 
-// dead asks docker every tenth try: a dead container cannot become ready, so say so early.
-func (m *dockerNode) dead(ctx context.Context, try int, last error) error {
+// Dead asks docker every tenth try: a dead container cannot become ready, so say so early.
+func (m *dockerNode) Dead(ctx context.Context, try int, last error) error {
 	if try%10 != 9 {
 		return nil
 	}
@@ -103,17 +107,17 @@ func (m *dockerNode) dead(ctx context.Context, try int, last error) error {
 	return nil
 }
 
-func (m *dockerNode) exited() <-chan struct{} { return nil }
+func (m *dockerNode) Exited() <-chan struct{} { return nil }
 
-func (m *dockerNode) failed(err error) error {
-	m.stop()
+func (m *dockerNode) Failed(err error) error {
+	m.Stop()
 	return fmt.Errorf("%w%s", err, m.logTail())
 }
 
-// watch reports to Spec.Log when the container dies by itself.
-func (m *dockerNode) watch() {
-	n := m.n
-	if n.report == nil {
+// Watch reports to Spec.Log when the container dies by itself.
+func (m *dockerNode) Watch() {
+	report := m.s.Report()
+	if report == nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -125,7 +129,7 @@ func (m *dockerNode) watch() {
 		if ctx.Err() != nil {
 			return // we stopped it, or stopped watching
 		}
-		n.report(fmt.Sprintf("lockchaos: %s (%s, container %s) exited by itself: code %d %v%s\n", n.Name, n.Addr, m.name, code, err, m.logTail()))
+		report(fmt.Sprintf("lockchaos: %s (%s, container %s) exited by itself: code %d %v%s\n", m.s.Name(), m.s.Addr(), m.name, code, err, m.logTail()))
 	}()
 	m.unwatch = func() {
 		cancel()
@@ -133,18 +137,18 @@ func (m *dockerNode) watch() {
 	}
 }
 
-// release only stops watching: Close removes the containers by label afterwards.
-func (m *dockerNode) release() {
+// Release only stops watching: Close removes the containers by label afterwards.
+func (m *dockerNode) Release() {
 	if m.unwatch != nil {
 		m.unwatch()
 		m.unwatch = nil
 	}
 }
 
-// stop SIGKILLs the container and waits until docker says it stopped. The container stays, so
+// Stop SIGKILLs the container and waits until docker says it stopped. The container stays, so
 // its logs can be read, until Restart replaces it or Close removes it.
-func (m *dockerNode) stop() {
-	m.release()
+func (m *dockerNode) Stop() {
+	m.Release()
 	if m.res == nil {
 		return
 	}
@@ -160,10 +164,10 @@ func (m *dockerNode) stop() {
 	_, _ = cl.WaitContainerWithContext(m.res.Container.ID, ctx)
 }
 
-func (m *dockerNode) running() bool { return m.res != nil }
+func (m *dockerNode) Running() bool { return m.res != nil }
 
-// pause freezes every process in the container (docker pause), or unfreezes them.
-func (m *dockerNode) pause(on bool) error {
+// Pause freezes every process in the container (docker pause), or unfreezes them.
+func (m *dockerNode) Pause(on bool) error {
 	if on {
 		return m.b.pool.Client.PauseContainer(m.res.Container.ID)
 	}
@@ -179,9 +183,9 @@ func (m *dockerNode) logTail() string {
 	return fmt.Sprintf("\n--- docker logs %s (tail) ---\n%s", m.name, strings.TrimRight(string(b), "\n"))
 }
 
-// saveLog copies the current container's output: a restarted redis node is a fresh container,
+// SaveLog copies the current container's output: a restarted redis node is a fresh container,
 // so its earlier life's output went with the old one.
-func (m *dockerNode) saveLog(w io.Writer) (bool, error) {
+func (m *dockerNode) SaveLog(w io.Writer) (bool, error) {
 	if m.res == nil {
 		return false, nil // never started
 	}
@@ -189,8 +193,8 @@ func (m *dockerNode) saveLog(w io.Writer) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("docker logs %s: %w", m.name, err)
 	}
-	if len(b) > savedLogMax {
-		b = b[len(b)-savedLogMax:]
+	if len(b) > cluster.SavedLogMax {
+		b = b[len(b)-cluster.SavedLogMax:]
 	}
 	_, err = w.Write(b)
 	return true, err
