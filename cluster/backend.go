@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"syscall"
 	"time"
 )
@@ -13,16 +12,18 @@ import (
 //	  which servers, their config, the proxies, endpoints, links, master and leader lookup
 //	   │
 //	   ▼
-//	backend (local*.go: child processes; external*.go: someone else's servers; the package
-//	  cluster/docker: containers, through the SPI in spi.go and the kinds' Container in container.go)
+//	backend (local*.go: child processes; the packages cluster/docker: containers, and
+//	  cluster/external: someone else's servers, through the SPI in spi.go, its optional abilities
+//	  in spi_abilities.go, the kinds' Container in container.go and the cluster file in
+//	  external_file.go)
 //	  where a node is reached, and how its server is started, killed, paused and logged
 //
 // A backend knows no topology: it turns a node's kind and server description into a process or
-// a container. cluster/docker imports cluster, never the other way: it registers itself
-// (RegisterBackend) from its init.
+// a container. cluster/docker and cluster/external import cluster, never the other way: each
+// registers itself (RegisterBackend) from its init.
 
-// backend is one way of running servers, as the core drives it: the local and external backends
-// implement it, and spiBackend adapts a registered Backend (spi.go) to it. A node's machine is a
+// backend is one way of running servers, as the core drives it: the local backend implements
+// it, and spiBackend adapts a registered Backend (spi.go) to it. A node's machine is a
 // Machine (spi.go), whichever backend made it.
 type backend interface {
 	// name is the Spec.Backend it implements.
@@ -39,26 +40,6 @@ type backend interface {
 	// close frees what the run holds once its nodes are closed: the run dir, the containers.
 	close() error
 }
-
-// Abilities a backend may have beyond backend (the external backend has all three), found by
-// type assertion.
-type (
-	// remoteLinker makes the run's proxies on toxiproxy-servers next to the nodes, when the
-	// backend's client links are there; without it, they are the harness's embedded proxies.
-	remoteLinker interface{ remoteLinks() *remoteProxies }
-	// controller runs a process fault ("kill", "restart", "pause", "resume") on n the backend's
-	// own way (the cluster file's commands); false, or no controller: the node does it through its
-	// machine.
-	controller interface {
-		control(ctx context.Context, n *node, ctl string) (bool, error)
-	}
-	// restorer brings back what the run's process faults left killed or paused, before Close
-	// removes the run's data (the servers are someone else's); without it, Close stops every
-	// server anyway.
-	restorer interface {
-		restore(ctx context.Context) error
-	}
-)
 
 // server says what a node runs beyond its kind, as the topology decides it; each backend turns it
 // into a config its way.

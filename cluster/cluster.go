@@ -24,7 +24,8 @@ const (
 // them, then the others in the order they registered (registerTopology).
 var Topologies = []string{RedisSingle, RedisMulti, RedisSentinel, ZooKeeper}
 
-// Backends.
+// Backends. Docker and External are in packages of their own (cluster/docker, cluster/external),
+// which a program imports to start runs on them.
 const (
 	Local    = "local"
 	Docker   = "docker"
@@ -66,8 +67,8 @@ type Spec struct {
 	// External is the cluster file of the external backend (LoadExternal); its nodes decide the
 	// topology, which must be Topology.
 	External *ExternalFile
-	// RunID names the external backend's proxies (default NewRunID()); the harness also puts it
-	// in the lock's name, so that a run touches only its own keys.
+	// RunID names the external backend's proxies (default external.NewRunID()); the harness
+	// also puts it in the lock's name, so that a run touches only its own keys.
 	RunID string
 	// LockKey is the key whose slot's master Master and the failover fault name on
 	// redis-cluster (default DefaultLockKey).

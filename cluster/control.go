@@ -1,6 +1,9 @@
 package cluster
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Kill stops the node with SIGKILL and waits until it is gone (docker: kills the container, which
 // stays, so its logs can be read, until Restart replaces it or Close removes it; external: runs
@@ -73,11 +76,28 @@ func (c *topo) Resume(ctx context.Context, name string) error {
 	return n.pause(false)
 }
 
-// control runs a process fault the backend's own way when it is a controller; false: the node
+// control runs a process fault the backend's own way when it is a Controller (external: the
+// cluster file's command; a restart then waits until the server answers again); false: the node
 // does it through its machine.
 func (c *topo) control(ctx context.Context, n *node, ctl string) (bool, error) {
-	if b, ok := c.be.(controller); ok {
-		return b.control(ctx, n, ctl)
+	b, ok := c.spi.(Controller)
+	if !ok {
+		return false, nil
 	}
-	return false, nil
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return true, fmt.Errorf("%s: %w", n.Name, errSpawnerClosed)
+	}
+	if err := b.Control(ctx, n.Name, ctl); err != nil {
+		return true, err
+	}
+	if ctl != "restart" {
+		return true, nil
+	}
+	n.restarted = true
+	if err := n.waitReady(ctx); err != nil {
+		return true, fmt.Errorf("%s (%s) after its restart command: %w", n.Name, n.Addr, err)
+	}
+	return true, nil
 }

@@ -63,7 +63,7 @@ func (c *topo) buildEndpoints(ctx context.Context) error {
 // for the external backend.
 func (c *topo) addLink(ctx context.Context, k linkKey, n *node) (string, error) {
 	if c.rp != nil {
-		return c.rp.add(ctx, k, n)
+		return c.rp.Add(ctx, k.client, n.Name, n.Addr)
 	}
 	addr, err := c.px.add(k, n.Addr)
 	if err == nil && c.spec.Wire {

@@ -73,9 +73,9 @@ type ExternalNode struct {
 	SSLMode     string `yaml:"sslmode,omitempty"`
 }
 
-// login is how the clients and the harness log in to the node (a SQL server), its defaults
-// filled in by check.
-func (n ExternalNode) login() SQLLogin {
+// Login is how the clients and the harness log in to the node (a SQL server), its defaults
+// filled in when the file was parsed.
+func (n ExternalNode) Login() SQLLogin {
 	return SQLLogin{User: n.User, Password: n.Password, Database: n.Database, SSLMode: n.SSLMode}
 }
 

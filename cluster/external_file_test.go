@@ -71,7 +71,7 @@ func TestExternalSQLLogin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := f.Nodes[0].login()
+	l := f.Nodes[0].Login()
 	if want := (SQLLogin{User: "postgres", Password: "p@ss word/?", Database: "postgres", SSLMode: "disable"}); l != want {
 		t.Errorf("login %+v, want %+v", l, want)
 	}
@@ -123,27 +123,6 @@ func TestExternalMissing(t *testing.T) {
 			t.Errorf("%s %s: %v, want none", tc.node, tc.ctl, err)
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%s %s: %v, want %q", tc.node, tc.ctl, err, tc.err)
-		}
-	}
-}
-
-func TestStaleRun(t *testing.T) {
-	me := NewRunID()
-	if staleRun(ProxyPrefix + me + "-c1-redis-1") {
-		t.Errorf("this process's own proxy %s counted as stale", me)
-	}
-	// A pid that cannot be alive: above the kernel's pid_max.
-	dead := hostHash() + "-99999999-abcdef"
-	if !staleRun(ProxyPrefix + dead + "-c1-redis-1") {
-		t.Errorf("a dead run's proxy on this host not counted as stale")
-	}
-	for _, name := range []string{
-		ProxyPrefix + "00000000-99999999-abcdef-c1-redis-1", // another host: unknown liveness
-		"redis-proxy",          // not ours
-		ProxyPrefix + "c1-x-1", // not our naming
-	} {
-		if staleRun(name) {
-			t.Errorf("%s counted as stale", name)
 		}
 	}
 }

@@ -23,7 +23,7 @@ import (
 // close delivered), and toxiproxy drains what queued behind it.
 //
 // On a remote toxiproxy-server (the external backend), which knows only its own toxics, a hold is
-// a latency toxic of a day (remoteHold): it holds every chunk and, when removed, lets the one it
+// a latency toxic of a day (cluster/external's remoteHold): it holds every chunk and, when removed, lets the one it
 // was delaying and all that queued behind it through in order, as the hold does.
 const HoldToxic = "lockchaos-hold"
 
@@ -86,6 +86,3 @@ func (holdToxic) Cleanup(stub *toxics.ToxicStub) {
 }
 
 func init() { toxics.Register(HoldToxic, new(holdToxic)) }
-
-// remoteHold is the hold on a remote toxiproxy-server: latency longer than any run.
-var remoteHold = map[string]any{"latency": int64(24 * 60 * 60 * 1000), "jitter": 0}

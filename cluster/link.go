@@ -60,7 +60,7 @@ func (c *topo) FaultLink(cl int, node string) (Link, error) {
 		if _, err := c.node(node); err != nil {
 			return nil, err
 		}
-		return c.rp.get(linkKey{cl, node})
+		return c.rp.Link(cl, node)
 	}
 	p, err := c.Link(cl, node)
 	if err != nil {

@@ -18,13 +18,12 @@ type Requirement struct {
 
 // Requirements lists what backend ("local", "docker", "external") needs and whether this machine
 // has it. For local: the servers of every topology; a missing one disables only its topologies. A
-// backend of its own package (docker) lists its own, once the program imports it.
+// backend of its own package (docker, external) lists its own, once the program imports it
+// (external: none, the servers are someone else's).
 func Requirements(backend string) []Requirement {
 	switch backend {
 	case Local, "":
 		return allRequirements()
-	case External:
-		return nil // the servers are someone else's
 	}
 	if rb, ok := backendRegistry[backend]; ok {
 		return rb.requirements()

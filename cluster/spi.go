@@ -8,9 +8,10 @@ import (
 )
 
 // The backend SPI: what a backend in a package of its own (cluster/docker) implements and
-// registers with RegisterBackend, so that cluster never imports it. The local and external
-// backends live in this package: their machines are Machines, and they implement the unexported
-// backend interface (backend.go), to which a registered Backend is adapted here.
+// registers with RegisterBackend, so that cluster never imports it (cluster/docker,
+// cluster/external). The local backend lives in this package: its machines are Machines, and it
+// implements the unexported backend interface (backend.go), to which a registered Backend is
+// adapted here. What a backend can do beyond Backend is in spi_abilities.go.
 
 // Backend is one way of running servers, as a backend package implements it.
 type Backend interface {
@@ -106,7 +107,7 @@ var backendRegistry = map[string]registeredBackend{}
 // RegisterBackend makes Spec.Backend name start through prepare, and Requirements(name) list
 // requirements(); call it from the backend package's init. It panics on a second registration.
 func RegisterBackend(name string, prepare Prepare, requirements func() []Requirement) {
-	if _, dup := backendRegistry[name]; dup || name == Local || name == External {
+	if _, dup := backendRegistry[name]; dup || name == Local {
 		panic("cluster: duplicate backend " + name)
 	}
 	backendRegistry[name] = registeredBackend{prepare, requirements}
@@ -114,15 +115,18 @@ func RegisterBackend(name string, prepare Prepare, requirements func() []Require
 
 // backendPackages names the package that registers each backend kept outside this one, for the
 // error of a Start that did not import it.
-var backendPackages = map[string]string{Docker: "github.com/lockchaos/lockchaos/cluster/docker"}
+var backendPackages = map[string]string{
+	Docker:   "github.com/lockchaos/lockchaos/cluster/docker",
+	External: "github.com/lockchaos/lockchaos/cluster/external",
+}
 
 // notLinked is the one-line error for a known backend whose package the program did not import.
 func notLinked(name string) error {
 	return fmt.Errorf("%w: backend %s is not linked into this program (import _ %q)", ErrBadSpec, name, backendPackages[name])
 }
 
-// spiBackend adapts a registered Backend to the core's backend. It has none of the extra
-// abilities (remoteLinker, controller, restorer).
+// spiBackend adapts a registered Backend to the core's backend. The core finds the Backend's
+// extra abilities (spi_abilities.go) on a.b, through topo.spi.
 type spiBackend struct{ b Backend }
 
 func (a spiBackend) name() string                       { return a.b.Name() }

@@ -58,7 +58,7 @@ func (c *topo) sqlLogin(client int) *SQLLogin {
 		who = "harness"
 	}
 	if f := c.spec.External; f != nil {
-		l := f.Nodes[0].login()
+		l := f.Nodes[0].Login()
 		if kind == KindPostgres {
 			l.AppName = ProxyPrefix + c.be.runID() + "-" + who
 		}

@@ -34,17 +34,13 @@ func Start(ctx context.Context, spec Spec) (Cluster, error) {
 			return nil, off
 		}
 		open = func(context.Context) (backend, error) { return newLocal(spec) }
-	case External: // starts nothing: the servers are someone else's
-		if spec, open, err = prepareExternal(ctx, spec); err != nil {
-			return nil, err
-		}
-		where = " on external"
-	default: // a backend of its own package (cluster/docker), registered by its init
+	default: // a backend of its own package (cluster/docker, cluster/external), registered by its init
 		rb, ok := backendRegistry[spec.Backend]
 		if !ok && backendPackages[spec.Backend] == "" {
 			return nil, fmt.Errorf("%w: backend %q is unknown (use local, docker or external)", ErrBadSpec, spec.Backend)
 		}
-		if os.Getenv(NoServers) == "1" {
+		// External starts no server: the servers are someone else's.
+		if os.Getenv(NoServers) == "1" && spec.Backend != External {
 			return nil, off
 		}
 		if !ok {
@@ -84,7 +80,10 @@ type topo struct {
 	sents  []*node // redis-sentinel only
 	byName map[string]*node
 	px     *proxies
-	rp     *remoteProxies // external backend: the proxies on the file's toxiproxy-servers
+	// spi is the registered Backend be adapts (nil on local): the core finds its extra abilities
+	// (spi_abilities.go) on it.
+	spi Backend
+	rp  RemoteLinks // a RemoteLinker's (external): the proxies on the file's toxiproxy-servers
 	// started is set once every node answered: only then may Close remove an external run's
 	// keys (a failed start wrote none, and its nodes may not even be reachable).
 	started bool
@@ -113,13 +112,15 @@ func startTopo(ctx context.Context, spec Spec, open func(context.Context) (backe
 			c.Close()
 		}
 	}()
-	if rl, ok := be.(remoteLinker); ok {
-		c.rp = rl.remoteLinks()
+	if a, ok := be.(spiBackend); ok {
+		c.spi = a.b
 	}
-	switch {
-	case c.rp != nil:
-		err = c.startExternal(ctx)
-	default:
+	if rl, ok := c.spi.(RemoteLinker); ok {
+		c.rp = rl.RemoteLinks()
+	}
+	if a, ok := c.spi.(Attacher); ok {
+		err = c.startAttached(ctx, a.Attached())
+	} else {
 		err = c.startServers(ctx)
 	}
 	if err != nil {
@@ -214,11 +215,7 @@ func (c *topo) Close() error {
 		}
 		wg.Wait()
 		c.px.stopAll()
-		var rerr error
-		if c.rp != nil {
-			rerr = c.closeExternal()
-		}
-		c.closeErr = errors.Join(rerr, c.be.close())
+		c.closeErr = errors.Join(c.closeAttached(), c.be.close())
 	})
 	return c.closeErr
 }

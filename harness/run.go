@@ -14,6 +14,7 @@ import (
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/cluster"
 	_ "github.com/lockchaos/lockchaos/cluster/docker" // Spec.Backend "docker": a run may start on it
+	"github.com/lockchaos/lockchaos/cluster/external" // Spec.Backend "external" (and its run ids)
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/history"
 )
@@ -63,7 +64,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	spec.Wire = spec.Proxies && (benchWire || slices.ContainsFunc(cfg.Faults, func(s faults.Spec) bool { return s.Wire != nil }))
 	if cfg.external != nil {
 		// Someone else's servers: the run's keys and znodes carry its id, as its proxies do.
-		spec.RunID = cluster.NewRunID()
+		spec.RunID = external.NewRunID()
 		cfg.lockPrefix = cluster.ProxyPrefix + spec.RunID + "-"
 	}
 	// redis-cluster: "master" is the master of the lock's slot.

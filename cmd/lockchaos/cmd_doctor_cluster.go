@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster/external"
 )
 
 // doctorCluster checks every node and toxiproxy API of a cluster file: exit 0 when all answer,
@@ -18,7 +19,7 @@ func doctorCluster(ctx context.Context, path string, stdout io.Writer) (int, err
 	topology, _ := f.Topology()
 	fmt.Fprintf(stdout, "cluster file %s: %s, %d nodes\n", path, topology, len(f.Nodes))
 	code := exitValid
-	for _, p := range cluster.ProbeExternal(ctx, f) {
+	for _, p := range external.ProbeFile(ctx, f) {
 		if p.Err != nil {
 			code = exitInvalid
 			fmt.Fprintf(stdout, "  UNREACHABLE %-28s %s: %v\n", p.What, p.Addr, p.Err)
@@ -26,7 +27,7 @@ func doctorCluster(ctx context.Context, path string, stdout io.Writer) (int, err
 		}
 		fmt.Fprintf(stdout, "  ok          %-28s %s\n", p.What, p.Addr)
 	}
-	for _, pc := range cluster.CountProxies(ctx, f) {
+	for _, pc := range external.CountProxies(ctx, f) {
 		if pc.Err == nil && pc.All > 0 {
 			fmt.Fprintf(stdout, "  note: toxiproxy %s holds %d lockchaos proxies (%d of killed runs on this host, which the next run removes; the others belong to live runs or other hosts)\n",
 				pc.API, pc.All, pc.Stale)

@@ -14,6 +14,7 @@ import (
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster/external"
 	"github.com/lockchaos/lockchaos/internal/exttest"
 	"github.com/lockchaos/lockchaos/internal/testenv"
 )
@@ -93,7 +94,7 @@ func TestDoctorCluster(t *testing.T) {
 	dir := t.TempDir()
 	good := exttest.WriteClusterFile(t, dir, exttest.Node{Name: "redis-1", Kind: "redis", Address: r.Addr, Toxiproxy: tp})
 	// A proxy a killed run of this host left (its pid cannot be alive).
-	stale := cluster.ProxyPrefix + strings.Split(cluster.NewRunID(), "-")[0] + "-99999999-abcdef-c1-redis-1"
+	stale := cluster.ProxyPrefix + strings.Split(external.NewRunID(), "-")[0] + "-99999999-abcdef-c1-redis-1"
 	if _, err := toxiclient.NewClient(tp).CreateProxy(stale, "127.0.0.1:0", r.Addr); err != nil {
 		t.Fatal(err)
 	}

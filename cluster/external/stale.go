@@ -1,4 +1,4 @@
-package cluster
+package external
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+
+	"github.com/lockchaos/lockchaos/cluster"
 )
 
 // A run killed with SIGKILL cannot delete its proxies. Their names say which process on which
@@ -37,7 +39,7 @@ func hostHash() string {
 
 // staleRun reports whether a proxy name is lockchaos's, made on this host by a process that is gone.
 func staleRun(name string) bool {
-	rest, ok := strings.CutPrefix(name, ProxyPrefix)
+	rest, ok := strings.CutPrefix(name, cluster.ProxyPrefix)
 	if !ok {
 		return false
 	}
@@ -59,8 +61,8 @@ func pidAlive(pid int) bool {
 
 // cleanStale removes, from every toxiproxy API of the file, the proxies of runs on this host
 // whose process is gone, and says so on log.
-func cleanStale(ctx context.Context, f *ExternalFile, log io.Writer) {
-	for _, a := range f.apis() {
+func cleanStale(ctx context.Context, f *cluster.ExternalFile, log io.Writer) {
+	for _, a := range apis(f) {
 		n, err := removeProxies(ctx, toxiclient.NewClient(a), staleRun)
 		if log == nil {
 			continue
@@ -82,14 +84,14 @@ type ProxyCount struct {
 }
 
 // CountProxies counts lockchaos's proxies on every toxiproxy API of f, for doctor.
-func CountProxies(ctx context.Context, f *ExternalFile) []ProxyCount {
+func CountProxies(ctx context.Context, f *cluster.ExternalFile) []ProxyCount {
 	var out []ProxyCount
-	for _, a := range f.apis() {
+	for _, a := range apis(f) {
 		pc := ProxyCount{API: a}
 		ps, err := api(ctx, toxiclient.NewClient(a).Proxies)
 		pc.Err = err
 		for name := range ps {
-			if strings.HasPrefix(name, ProxyPrefix) {
+			if strings.HasPrefix(name, cluster.ProxyPrefix) {
 				pc.All++
 				if staleRun(name) {
 					pc.Stale++

@@ -1,4 +1,4 @@
-package cluster_test
+package external_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster/external"
 	"github.com/lockchaos/lockchaos/cluster/internal/testkit"
 	"github.com/lockchaos/lockchaos/internal/exttest"
 )
@@ -37,7 +38,7 @@ func TestExternalRedis(t *testing.T) {
 	}
 	// A proxy left by a killed run of this host (a pid that cannot be alive), one of another
 	// host, and one that is not lockchaos's: only the first may go.
-	stale := fmt.Sprintf("%s%s-99999999-abcdef-c1-redis-1", cluster.ProxyPrefix, strings.Split(cluster.NewRunID(), "-")[0])
+	stale := fmt.Sprintf("%s%s-99999999-abcdef-c1-redis-1", cluster.ProxyPrefix, strings.Split(external.NewRunID(), "-")[0])
 	api := toxiclient.NewClient(tp)
 	for _, name := range []string{stale, cluster.ProxyPrefix + "0badc0de-1-abcdef-c1-redis-1", "someone-elses"} {
 		if _, err := api.CreateProxy(name, "127.0.0.1:0", r.Addr); err != nil {
@@ -57,7 +58,7 @@ func TestExternalRedis(t *testing.T) {
 	}
 	var log syncBuf
 	spec := cluster.Spec{Topology: cluster.RedisSingle, Backend: cluster.External, External: f, Clients: 2, Proxies: true, Log: &log,
-		RunID: cluster.NewRunID()}
+		RunID: external.NewRunID()}
 	c, err := cluster.Start(ctx, spec)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package cluster
+package external
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+
+	"github.com/lockchaos/lockchaos/cluster"
 )
 
 // The external backend's proxies live on the toxiproxy-servers the cluster file names, one per
@@ -17,12 +19,9 @@ import (
 //
 //	client c ──▶ toxiproxy-server next to node (proxy lockchaos-<run>-c<c>-<node>) ──▶ node
 //
-// Every proxy's name starts with ProxyPrefix and the run id, which holds this host's hash and this
-// process's pid: a later run on the same host removes the proxies of runs whose process is gone
-// (killed with SIGKILL, so its Close never ran), and never those of a live run.
-
-// ProxyPrefix starts the name of every proxy lockchaos creates on a toxiproxy-server.
-const ProxyPrefix = "lockchaos-"
+// Every proxy's name starts with cluster.ProxyPrefix and the run id, which holds this host's hash
+// and this process's pid: a later run on the same host removes the proxies of runs whose process
+// is gone (killed with SIGKILL, so its Close never ran), and never those of a live run.
 
 // apiTimeout bounds one call to a toxiproxy-server's API (the client library has no timeout).
 const apiTimeout = 10 * time.Second
@@ -50,7 +49,7 @@ func api[T any](ctx context.Context, f func() (T, error)) (T, error) {
 }
 
 // apis lists the distinct toxiproxy APIs of a file.
-func (f *ExternalFile) apis() []string {
+func apis(f *cluster.ExternalFile) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, n := range f.Nodes {
@@ -85,30 +84,38 @@ func removeProxies(ctx context.Context, c *toxiclient.Client, match func(name st
 
 // remoteProxies are one run's proxies on the file's toxiproxy-servers.
 type remoteProxies struct {
-	file   *ExternalFile
-	prefix string // ProxyPrefix + run id + "-"
+	file   *cluster.ExternalFile
+	prefix string // cluster.ProxyPrefix + run id + "-"
 
 	mu    sync.Mutex
 	links map[linkKey]*remoteLink
 }
 
-func newRemoteProxies(f *ExternalFile, runID string) *remoteProxies {
-	return &remoteProxies{file: f, prefix: ProxyPrefix + runID + "-", links: map[linkKey]*remoteLink{}}
+// linkKey names one client's link to one node.
+type linkKey struct {
+	client int
+	node   string
 }
 
-// add creates client k.client's proxy for node n on the node's toxiproxy-server, listening on the
-// server's host on a port it picks, and returns the address clients dial. A node without a
-// toxiproxy API is reached directly (faults needing its links were refused before the start).
-func (rp *remoteProxies) add(ctx context.Context, k linkKey, n *node) (string, error) {
-	fn, _ := rp.file.Node(n.Name)
+func newRemoteProxies(f *cluster.ExternalFile, runID string) *remoteProxies {
+	return &remoteProxies{file: f, prefix: cluster.ProxyPrefix + runID + "-", links: map[linkKey]*remoteLink{}}
+}
+
+// Add creates client's proxy for node (the server at to) on the node's toxiproxy-server,
+// listening on the server's host on a port it picks, and returns the address clients dial. A node
+// without a toxiproxy API is reached directly (faults needing its links were refused before the
+// start).
+func (rp *remoteProxies) Add(ctx context.Context, client int, node, to string) (string, error) {
+	k := linkKey{client, node}
+	fn, _ := rp.file.Node(node)
 	if fn.Toxiproxy == "" {
-		return n.Addr, nil
+		return to, nil
 	}
 	host, _, _ := net.SplitHostPort(fn.Toxiproxy)
-	name := fmt.Sprintf("%sc%d-%s", rp.prefix, k.client, n.Name)
+	name := fmt.Sprintf("%sc%d-%s", rp.prefix, k.client, node)
 	c := toxiclient.NewClient(fn.Toxiproxy)
 	p, err := api(ctx, func() (*toxiclient.Proxy, error) {
-		return c.CreateProxy(name, net.JoinHostPort(host, "0"), n.Addr)
+		return c.CreateProxy(name, net.JoinHostPort(host, "0"), to)
 	})
 	if err != nil {
 		return "", fmt.Errorf("create proxy %s on toxiproxy %s: %w", name, fn.Toxiproxy, err)
@@ -126,25 +133,27 @@ func (rp *remoteProxies) add(ctx context.Context, k linkKey, n *node) (string, e
 	return addr, nil
 }
 
-func (rp *remoteProxies) get(k linkKey) (Link, error) {
+// Link returns client's link to node.
+func (rp *remoteProxies) Link(client int, node string) (cluster.Link, error) {
+	k := linkKey{client, node}
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	l, ok := rp.links[k]
 	if !ok {
 		if fn, found := rp.file.Node(k.node); found && fn.Toxiproxy == "" {
-			return nil, fmt.Errorf("%w: %v", ErrBadSpec, rp.file.Missing(k.node, ControlLinks))
+			return nil, fmt.Errorf("%w: %v", cluster.ErrBadSpec, rp.file.Missing(k.node, cluster.ControlLinks))
 		}
 		return nil, fmt.Errorf("no link from client %d to %s (proxies are on only for runs with faults)", k.client, k.node)
 	}
 	return l, nil
 }
 
-// removeAll deletes every proxy of the run from every toxiproxy-server of the file: those it
+// RemoveAll deletes every proxy of the run from every toxiproxy-server of the file: those it
 // knows, and any whose create answer was lost on the way.
-func (rp *remoteProxies) removeAll() error {
+func (rp *remoteProxies) RemoveAll() error {
 	ctx := context.Background()
 	var errs []error
-	for _, a := range rp.file.apis() {
+	for _, a := range apis(rp.file) {
 		if _, err := removeProxies(ctx, toxiclient.NewClient(a), func(name string) bool {
 			return strings.HasPrefix(name, rp.prefix)
 		}); err != nil {
@@ -153,6 +162,10 @@ func (rp *remoteProxies) removeAll() error {
 	}
 	return errors.Join(errs...)
 }
+
+// remoteHold is the hold (cluster.HoldToxic) on a remote toxiproxy-server: latency longer than
+// any run.
+var remoteHold = map[string]any{"latency": int64(24 * 60 * 60 * 1000), "jitter": 0}
 
 // remoteLink is a Link over a proxy on a toxiproxy-server.
 type remoteLink struct {
@@ -164,7 +177,7 @@ type remoteLink struct {
 func (l *remoteLink) Name() string { return l.p.Name }
 
 func (l *remoteLink) AddToxic(ctx context.Context, name, typ, stream string, attrs map[string]any) error {
-	if typ == HoldToxic { // toxiproxy-server knows only its own toxics: see HoldToxic
+	if typ == cluster.HoldToxic { // toxiproxy-server knows only its own toxics: see HoldToxic
 		typ, attrs = "latency", remoteHold
 	}
 	_, err := api(ctx, func() (*toxiclient.Toxic, error) {

@@ -1,4 +1,4 @@
-package cluster
+package external
 
 import (
 	"context"
@@ -14,11 +14,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/lockchaos/lockchaos/cluster"
 )
 
 // On someone else's servers a run touches only names that start with its prefix,
-// ProxyPrefix + run id + "-": the harness puts it before the lock's name, and every algorithm
-// derives its keys from that name (Redis: the name and name-derived keys; ZooKeeper and etcd:
+// cluster.ProxyPrefix + run id + "-": the harness puts it before the lock's name, and every
+// algorithm derives its keys from that name (Redis: the name and name-derived keys; ZooKeeper and etcd:
 // under /lockchaos/<name>). Close removes them, so a run leaves nothing behind, even a lock
 // that no TTL would ever free (setnx) — and nothing else, never FLUSHALL.
 
@@ -28,44 +30,21 @@ const (
 	etcdRoot = "/lockchaos/"
 )
 
-// straggleGap is how long Close waits before it deletes the run's keys a second time: a command a
-// closed client wrote just before it closed (a waiter's SETNX) may still land after the first pass.
-const straggleGap = 250 * time.Millisecond
-
-// closeExternal is Close's part for the external backend: the nodes the run left killed or paused
-// are brought back; the run's proxies go (which cuts every proxied client connection and drops
-// what the proxies still hold), then its keys, twice.
-// What fails is also said on Spec.Log, since callers often defer Close and drop its error.
-func (c *topo) closeExternal() error {
-	var err error
-	if r, ok := c.be.(restorer); ok {
-		err = r.restore(context.Background())
-	}
-	err = errors.Join(err, c.rp.removeAll())
-	if c.started {
-		err = errors.Join(err, c.removeRunData(context.Background(), c.be.runID()))
-		time.Sleep(straggleGap)
-		err = errors.Join(err, c.removeRunData(context.Background(), c.be.runID()))
-	}
-	if err != nil {
-		c.report(fmt.Sprintf("lockchaos: cleaning up the external cluster: %v\n", err))
-	}
-	return err
-}
-
-// removeRunData deletes the run's own keys and znodes from every node; errors are joined.
-func (c *topo) removeRunData(ctx context.Context, runID string) error {
-	prefix := ProxyPrefix + runID + "-"
+// RemoveRunData deletes the run's own keys and znodes from every data node; errors are joined.
+func (b *backend) RemoveRunData(ctx context.Context) error {
+	prefix := cluster.ProxyPrefix + b.id + "-"
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var errs []error
-	for _, n := range c.data {
-		fn, _ := c.spec.External.Node(n.Name)
+	for _, fn := range b.file.Nodes {
+		if fn.Kind == cluster.KindSentinel {
+			continue // a sentinel holds no lock data
+		}
 		_, err := deleteData(ctx, fn, prefix, func(string) bool { return true })
 		if err != nil {
-			errs = append(errs, fmt.Errorf("remove the run's keys (%s*) from %s: %w", prefix, n.Name, err))
+			errs = append(errs, fmt.Errorf("remove the run's keys (%s*) from %s: %w", prefix, fn.Name, err))
 		}
-		if n.Kind != KindRedis {
+		if fn.Kind != cluster.KindRedis {
 			break // every member of an ensemble holds the whole tree
 		}
 	}
@@ -74,17 +53,17 @@ func (c *topo) removeRunData(ctx context.Context, runID string) error {
 
 // cleanStaleData removes the keys and znodes that runs on this host left when they were killed
 // (their process is gone, see staleRun), and says so on log.
-func cleanStaleData(ctx context.Context, f *ExternalFile, log io.Writer) {
+func cleanStaleData(ctx context.Context, f *cluster.ExternalFile, log io.Writer) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for _, n := range f.Nodes {
-		count, err := deleteData(ctx, n, ProxyPrefix, staleRun)
+		count, err := deleteData(ctx, n, cluster.ProxyPrefix, staleRun)
 		if log != nil && err != nil {
 			fmt.Fprintf(log, "lockchaos: removing stale lockchaos keys from %s: %v\n", n.Name, err)
 		} else if log != nil && count > 0 {
 			fmt.Fprintf(log, "lockchaos: removed %d stale lockchaos keys of killed runs from %s\n", count, n.Name)
 		}
-		if n.Kind != KindRedis {
+		if n.Kind != cluster.KindRedis {
 			return
 		}
 	}
@@ -94,16 +73,16 @@ func cleanStaleData(ctx context.Context, f *ExternalFile, log io.Writer) {
 // /lockchaos (ZooKeeper), the names under /lockchaos/ (etcd) and the rows of the PostgreSQL lease
 // tables that start with prefix and that match accepts. It returns how many it deleted. MariaDB's
 // locks (GET_LOCK) live in sessions: they leave nothing behind.
-func deleteData(ctx context.Context, n ExternalNode, prefix string, match func(name string) bool) (int, error) {
+func deleteData(ctx context.Context, n cluster.ExternalNode, prefix string, match func(name string) bool) (int, error) {
 	addr := n.Address
 	switch n.Kind {
-	case KindPostgres:
-		return pgDelete(ctx, addr, n.login(), prefix, match)
-	case KindRedis:
+	case cluster.KindPostgres:
+		return pgDelete(ctx, addr, n.Login(), prefix, match)
+	case cluster.KindRedis:
 		return redisDelete(ctx, addr, prefix, match)
-	case KindZooKeeper:
+	case cluster.KindZooKeeper:
 		return zkDelete(ctx, addr, prefix, match)
-	case KindEtcd:
+	case cluster.KindEtcd:
 		return etcdDelete(ctx, addr, prefix, match)
 	}
 	return 0, nil
@@ -144,8 +123,8 @@ func redisDelete(ctx context.Context, addr, prefix string, match func(string) bo
 // runs may be using them) and removes its rows.
 var pgLeaseTables = []string{"lockchaos_leases", "locks"}
 
-func pgDelete(ctx context.Context, addr string, l SQLLogin, prefix string, match func(string) bool) (int, error) {
-	conn, err := pgConnectAs(ctx, addr, l)
+func pgDelete(ctx context.Context, addr string, l cluster.SQLLogin, prefix string, match func(string) bool) (int, error) {
+	conn, err := pgConnect(ctx, addr, l)
 	if err != nil {
 		return 0, err
 	}
@@ -181,6 +160,15 @@ func pgDelete(ctx context.Context, addr string, l SQLLogin, prefix string, match
 		}
 	}
 	return n, nil
+}
+
+// pgConnect opens a connection to the server at addr as l.
+func pgConnect(ctx context.Context, addr string, l cluster.SQLLogin) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(l.PostgresURL(addr))
+	if err != nil {
+		return nil, err
+	}
+	return pgx.ConnectConfig(ctx, cfg)
 }
 
 func zkDelete(ctx context.Context, addr, prefix string, match func(string) bool) (int, error) {

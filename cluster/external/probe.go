@@ -1,4 +1,4 @@
-package cluster
+package external
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+
+	"github.com/lockchaos/lockchaos/cluster"
 )
 
 // probeTimeout bounds each check of a node or toxiproxy API.
@@ -23,16 +25,15 @@ type Probe struct {
 	Err error
 }
 
-// ProbeExternal checks every node of f (a TCP dial, then its protocol's ping: redis PING,
+// ProbeFile checks every node of f (a TCP dial, then its protocol's ping: redis PING,
 // ZooKeeper srvr, etcd /health, a SQL session of the file's login) and every toxiproxy API (its proxy list), in parallel, and
 // returns the checks in file order.
-func ProbeExternal(ctx context.Context, f *ExternalFile) []Probe {
+func ProbeFile(ctx context.Context, f *cluster.ExternalFile) []Probe {
 	var out []Probe
 	for _, n := range f.Nodes {
 		out = append(out, Probe{What: fmt.Sprintf("node %s (%s)", n.Name, n.Kind), Addr: n.Address})
 	}
-	apis := f.apis()
-	for _, a := range apis {
+	for _, a := range apis(f) {
 		out = append(out, Probe{What: "toxiproxy", Addr: a})
 	}
 	var wg sync.WaitGroup
@@ -62,11 +63,11 @@ func dial(ctx context.Context, addr string) error {
 	return c.Close()
 }
 
-func probeNode(ctx context.Context, n ExternalNode) error {
+func probeNode(ctx context.Context, n cluster.ExternalNode) error {
 	if err := dial(ctx, n.Address); err != nil {
 		return err
 	}
-	if err := pinger(n)(ctx); err != nil {
+	if err := n.Ping(ctx); err != nil {
 		return &wrongAnswer{kind: n.Kind, err: err}
 	}
 	return nil
@@ -75,7 +76,7 @@ func probeNode(ctx context.Context, n ExternalNode) error {
 // wrongAnswer: a node took the connection but did not answer as its kind (or, a SQL server,
 // refused the file's login).
 type wrongAnswer struct {
-	kind Kind
+	kind cluster.Kind
 	err  error
 }
 
@@ -92,16 +93,16 @@ func probeAPI(ctx context.Context, addr string) error {
 
 // Reachable returns nil when every node and toxiproxy API of f answers, else an ErrBadSpec error
 // naming the first that does not and the fix.
-func Reachable(ctx context.Context, f *ExternalFile) error {
-	for _, p := range ProbeExternal(ctx, f) {
+func Reachable(ctx context.Context, f *cluster.ExternalFile) error {
+	for _, p := range ProbeFile(ctx, f) {
 		var wrong *wrongAnswer
 		if errors.As(p.Err, &wrong) {
 			return fmt.Errorf("%w: %s at %s %v (check its kind, and a SQL server's user, password, database and sslmode, in cluster file %s; lockchaos doctor --cluster checks them all)",
-				ErrBadSpec, p.What, p.Addr, p.Err, f.Path)
+				cluster.ErrBadSpec, p.What, p.Addr, p.Err, f.Path)
 		}
 		if p.Err != nil {
 			return fmt.Errorf("%w: %s at %s is unreachable: %v (start it, or fix its address in cluster file %s; lockchaos doctor --cluster checks them all)",
-				ErrBadSpec, p.What, p.Addr, p.Err, f.Path)
+				cluster.ErrBadSpec, p.What, p.Addr, p.Err, f.Path)
 		}
 	}
 	return nil
