@@ -81,7 +81,6 @@ func procsMentioning(s string) []int {
 var (
 	redisClient = testkit.RedisClient
 	ctxT        = testkit.CtxT
-	readLine    = testkit.ReadLine
 )
 
 // syncBuffer is a bytes.Buffer safe for the cluster's watcher goroutines.

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockchaos/lockchaos/cluster/internal/testkit"
 )
 
 const helperEnv = "LOCKCHAOS_CLUSTER_HELPER"
@@ -40,29 +41,12 @@ func TestNoOrphansAfterSIGKILL(t *testing.T) {
 			t.Parallel()
 			needServers(t, tc.topology)
 			parent := t.TempDir()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-			cmd.Env = append(os.Environ(), helperEnv+"="+tc.topology, helperEnv+"_DIR="+parent)
-			cmd.Stderr = os.Stderr
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
-			line, err := readLine(out, 30*time.Second)
-			if err != nil || !strings.HasPrefix(line, "READY ") {
-				t.Fatalf("helper: %q, %v", line, err)
-			}
-			dir := strings.TrimPrefix(line, "READY ")
-			if got := procsMentioning(dir); len(got) != tc.procs {
-				t.Fatalf("want %d server processes naming %s before the kill, have %v", tc.procs, dir, got)
-			}
-			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			_ = cmd.Wait()
+			dir := testkit.KilledHelper(t, "TestHelperProcess", []string{helperEnv + "=" + tc.topology, helperEnv + "_DIR=" + parent}, 30*time.Second,
+				func(dir string) {
+					if got := procsMentioning(dir); len(got) != tc.procs {
+						t.Fatalf("want %d server processes naming %s before the kill, have %v", tc.procs, dir, got)
+					}
+				})
 			var left []int
 			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 				if left = procsMentioning(dir); len(left) == 0 {

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster/internal/testkit"
 )
 
 // redisPortOf is the redis server's port inside its container.
@@ -338,26 +337,7 @@ func TestDockerHelperProcess(t *testing.T) {
 // the child and returns the run's label, checking that its 2 containers and network survived.
 func killedRun(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestDockerHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), dockerHelperEnv+"="+cluster.RedisMulti)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	line, err := readLine(out, 60*time.Second)
-	if err != nil || !strings.HasPrefix(line, "READY ") {
-		t.Fatalf("helper: %q, %v", line, err)
-	}
-	run := labelRun + "=" + strings.TrimPrefix(line, "READY ")
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	run := labelRun + "=" + testkit.KilledHelper(t, "TestDockerHelperProcess", []string{dockerHelperEnv + "=" + cluster.RedisMulti}, 60*time.Second, nil)
 	if got := labelled(t, run); len(got) != 3 {
 		t.Fatalf("want the 2 containers and the network of the killed run, have %v", got)
 	}

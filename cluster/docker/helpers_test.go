@@ -184,7 +184,6 @@ func checkLoopbackOnly(t *testing.T, c *dockerRun, name string) {
 var (
 	redisClient    = testkit.RedisClient
 	ctxT           = testkit.CtxT
-	readLine       = testkit.ReadLine
 	promotedBySome = testkit.PromotedBySome
 )
 

@@ -7,10 +7,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,8 +100,40 @@ func (s *SyncBuffer) String() string {
 	return s.b.String()
 }
 
-// ReadLine returns a helper process's first READY or ERROR line.
-func ReadLine(r interface{ Read([]byte) (int, error) }, timeout time.Duration) (string, error) {
+// KilledHelper runs the test binary again for its test named test (a helper that starts a
+// cluster, prints "READY <what>" and never closes it), with env added, waits up to timeout for its
+// READY line, calls before (if not nil) with what it printed after READY, SIGKILLs it — a harness
+// killed without a chance to clean up — and returns what it printed.
+func KilledHelper(t *testing.T, test string, env []string, timeout time.Duration, before func(ready string)) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := readLine(out, timeout)
+	if err != nil || !strings.HasPrefix(line, "READY ") {
+		t.Fatalf("helper: %q, %v", line, err)
+	}
+	ready := strings.TrimPrefix(line, "READY ")
+	if before != nil {
+		before(ready)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	return ready
+}
+
+// readLine returns a helper process's first READY or ERROR line.
+func readLine(r io.Reader, timeout time.Duration) (string, error) {
 	ch := make(chan string, 1)
 	errc := make(chan error, 1)
 	go func() {
