@@ -141,7 +141,13 @@ func (c *topo) startRedisCluster(ctx context.Context) error {
 		c.add(nd)
 		nodes = append(nodes, nd)
 	}
-	if err := c.launchAll(ctx, nodes); err != nil {
+	// The masters first: a master reports cluster_state:ok no sooner than 2 s after its process
+	// started (CLUSTER_WRITABLE_DELAY), and the replicas' starts fit in that wait.
+	m := redisClusterMasters
+	if err := c.launchAll(ctx, nodes[:m]); err != nil {
+		return err
+	}
+	if err := c.launchAll(ctx, nodes[m:]); err != nil {
 		return err
 	}
 	return c.formRedisCluster(ctx, nodes)
