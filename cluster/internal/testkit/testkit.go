@@ -39,6 +39,25 @@ func RedisClient(t *testing.T, addr string, timeout time.Duration) *redis.Client
 	return rc
 }
 
+// OwnProxies checks that two clients reach the Redis node at node through proxies of their own
+// (c1 and c2, neither the node's address) that carry commands both ways: a SET through c1 is read
+// through c2. It returns the clients, 300 ms timeouts, closed with the test.
+func OwnProxies(t *testing.T, ctx context.Context, node, c1, c2 string) (r1, r2 *redis.Client) {
+	t.Helper()
+	if c1 == node || c1 == c2 {
+		t.Fatalf("clients must get their own proxies: node %s, c1 %v, c2 %v", node, c1, c2)
+	}
+	r1 = RedisClient(t, c1, 300*time.Millisecond)
+	r2 = RedisClient(t, c2, 300*time.Millisecond)
+	if err := r1.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("SET through proxy: %v", err)
+	}
+	if v, err := r2.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET through client 2's proxy = %q, %v", v, err)
+	}
+	return r1, r2
+}
+
 // SavedLogs saves a cluster's server logs (save: its SaveLogs) into a fresh directory and checks
 // that each named node's log holds the given lines, in order (a line named twice must be there
 // twice). It returns the logs of nodes, by name.
