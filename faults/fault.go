@@ -63,6 +63,9 @@ type Describer interface {
 	Describe(t Target) string
 }
 
+// linkFault marks the network faults: they act on the proxies of links, and last until healed.
+type linkFault interface{ onLinks() }
+
 // pointOnly marks kinds that only make sense at a named point.
 type pointOnly interface{ needsPoint() }
 

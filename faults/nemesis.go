@@ -220,6 +220,9 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 	if d, ok := r.kind.(Describer); ok && err == nil {
 		detail = d.Describe(t)
 	}
+	if r.spec.Until != "" && err == nil {
+		detail = strings.TrimPrefix(detail+", "+untilDetail(r.spec), ", ")
+	}
 	var heal Heal
 	// The start line carries the moment injection began: a restart or a failover takes a while,
 	// and what the clients did meanwhile happened under the fault.
@@ -246,7 +249,7 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 		// A stopped process does not see its deadlines pass: the pause lasts its full time even
 		// when the caller's ctx (an acquire's timeout) ends meanwhile, and only HealAll cuts it.
 		// The caller then finds its ctx ended, as a process finds after it wakes.
-		until, forget := n.awaitUntil(r.spec.Until, trigger)
+		until, forget := n.awaitUntil(r.spec.Until, "", trigger)
 		n.serve(id, lasting)
 		select {
 		case <-n.stop:
@@ -262,10 +265,49 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 	}
 	if heal == nil {
 		n.record(history.Event{Phase: history.PhaseEnd, Fault: id})
-	} else {
-		n.keepFor(id, heal, lasting) // lasting 0: until HealAll
+		return nil
+	}
+	n.keepFor(id, heal, lasting) // lasting 0: until HealAll
+	if r.spec.Until != "" {
+		n.healAtUntil(id, r.spec, trigger)
 	}
 	return nil
+}
+
+// healAtUntil ends lasting occurrence id early when a client other than trigger reaches s.Until
+// (once the trigger reached s.UntilAfter, when set); it stops watching once the occurrence ended
+// otherwise.
+func (n *Nemesis) healAtUntil(id int64, s Spec, trigger int) {
+	until, forget := n.awaitUntil(s.Until, s.UntilAfter, trigger)
+	n.mu.Lock()
+	if n.stopped {
+		n.mu.Unlock()
+		forget()
+		return
+	}
+	n.wg.Add(1) // under n.mu while not stopped: before HealAll's Wait
+	n.mu.Unlock()
+	go func() {
+		defer n.wg.Done()
+		defer forget()
+		for {
+			n.mu.Lock()
+			_, alive := n.healing[id]
+			left := n.left
+			n.mu.Unlock()
+			if !alive {
+				return
+			}
+			select {
+			case <-n.stop: // HealAll takes over
+				return
+			case <-until:
+				n.end(id, nil)
+				return
+			case <-left: // some occurrence ended: this one, by its For?
+			}
+		}
+	}()
 }
 
 // begin counts an injection under way; started, told it was begun, ends it.
@@ -484,21 +526,35 @@ func describeTarget(t Target) string {
 	return strings.Join(parts, " → ")
 }
 
-// untilWait is a blocking fault that ends when a client other than its trigger reaches point.
+// untilDetail says when a fault with Until ends early, for its history line.
+func untilDetail(s Spec) string {
+	d := "until another client reached " + s.Until
+	if s.UntilAfter != "" {
+		d += " after the triggering client reached " + s.UntilAfter
+	}
+	if s.For > 0 {
+		d += fmt.Sprintf(" (at most %s)", s.For)
+	}
+	return d
+}
+
+// untilWait is a fault that ends when a client other than its trigger reaches point, once the
+// trigger reached after (when set).
 type untilWait struct {
 	point   string
+	after   string // cleared when the trigger reaches it
 	trigger int
 	done    chan struct{}
 }
 
-// awaitUntil returns a channel closed when a client other than trigger reaches point (nil, never
-// ready, when there is no point to wait for) and the function that forgets the wait once the
-// fault ended otherwise.
-func (n *Nemesis) awaitUntil(point string, trigger int) (<-chan struct{}, func()) {
+// awaitUntil returns a channel closed when a client other than trigger reaches point, once
+// trigger reached after (nil, never ready, when there is no point to wait for), and the function
+// that forgets the wait once the fault ended otherwise.
+func (n *Nemesis) awaitUntil(point, after string, trigger int) (<-chan struct{}, func()) {
 	if point == "" {
 		return nil, func() {}
 	}
-	w := &untilWait{point: point, trigger: trigger, done: make(chan struct{})}
+	w := &untilWait{point: point, after: after, trigger: trigger, done: make(chan struct{})}
 	n.mu.Lock()
 	n.untils = append(n.untils, w)
 	n.mu.Unlock()
@@ -509,13 +565,16 @@ func (n *Nemesis) awaitUntil(point string, trigger int) (<-chan struct{}, func()
 	}
 }
 
-// reachedUntil ends the waits for point of every client but c.
+// reachedUntil ends the waits for point of every client but c, and starts counting the waits
+// of c that waited for it to reach point first.
 func (n *Nemesis) reachedUntil(c int, point string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	kept := n.untils[:0]
 	for _, w := range n.untils {
-		if w.point == point && w.trigger != c {
+		if w.after == point && w.trigger == c {
+			w.after = ""
+		} else if w.after == "" && w.point == point && w.trigger != c {
 			close(w.done)
 			continue
 		}

@@ -32,6 +32,10 @@ func init() {
 
 func (latency) Name() string { return "latency" }
 
+func (latency) onLinks()   {}
+func (partition) onLinks() {}
+func (refuse) onLinks()    {}
+
 func (latency) Describe(t Target) string {
 	return fmt.Sprintf("latency %s ± %s", t.Amount, t.Jitter)
 }

@@ -47,10 +47,18 @@ type Spec struct {
 	Jitter Duration `yaml:"jitter,omitempty" json:"jitter,omitempty"`
 	// Stream is "both" (default), "upstream" (client→server) or "downstream" for link faults.
 	Stream string `yaml:"stream,omitempty" json:"stream,omitempty"`
-	// Until ends a fault that holds its client at its point (client-stall, client-pause) early,
-	// when a client other than the one it holds reaches this harness point ("cs:before-read":
-	// until another client holds the lock). For still bounds it.
+	// Until ends a fault at a point early, when a client other than its trigger reaches this
+	// harness point ("cs:before-read": until another client holds the lock): a fault that holds
+	// its client at its point (client-stall, client-pause), or a network fault (partition,
+	// latency, refuse), which heals then and delivers what it held to a lock another client now
+	// holds — the moment a late command does harm, whatever the lock's retry timing. For still
+	// bounds it.
 	Until string `yaml:"until,omitempty" json:"until,omitempty"`
+	// UntilAfter counts Until only once the trigger itself reached this harness point: a
+	// partition from cs:acquired that heals when another client holds after the cut-off
+	// holder's release is on the wire (until-after: cs:before-release). Network faults only: a
+	// fault that holds its client keeps it from reaching any other point.
+	UntilAfter string `yaml:"until-after,omitempty" json:"until-after,omitempty"`
 	// Wire aims the fault at one of the lock's own commands on the client's links (DESIGN.md §14):
 	// it fires when the proxy sees that request or reply (after Point, when set).
 	Wire *Wire `yaml:"wire,omitempty" json:"wire,omitempty"`
@@ -139,20 +147,43 @@ func (s Spec) Validate() error {
 			return err
 		}
 	}
-	if s.Until != "" {
-		b, blocks := k.(Blocker)
-		_, forever := k.(Forever)
-		switch {
-		case s.Wire != nil:
-			return fmt.Errorf("fault %s: until goes in wire (wire: {until: ...}) for a fault at a wire point", s.Kind)
-		case !blocks || !b.Blocks() || forever:
-			return fmt.Errorf("fault %s: until is only for faults that hold a client at its point (client-stall, client-pause)", s.Kind)
-		case !strings.HasPrefix(s.Until, "cs:"):
-			return fmt.Errorf("fault %s: until %q must be a harness point (cs:acquired, cs:before-read, ...)", s.Kind, s.Until)
-		}
+	if err := s.validateUntil(k); err != nil {
+		return err
 	}
 	if v, ok := k.(validator); ok {
 		return v.validate(s)
+	}
+	return nil
+}
+
+// validateUntil checks Until and UntilAfter against the kind: Until for a fault that holds its
+// client at its point, or for a network fault at a point; UntilAfter for the network faults only.
+func (s Spec) validateUntil(k Kind) error {
+	if s.Until == "" {
+		if s.UntilAfter != "" {
+			return fmt.Errorf("fault %s: until-after needs until (the point another client reaches once the trigger reached %s)", s.Kind, s.UntilAfter)
+		}
+		return nil
+	}
+	b, blocks := k.(Blocker)
+	holds := blocks && b.Blocks()
+	if _, forever := k.(Forever); forever {
+		holds = false
+	}
+	_, onLinks := k.(linkFault)
+	switch {
+	case s.Wire != nil:
+		return fmt.Errorf("fault %s: until goes in wire (wire: {until: ...}) for a fault at a wire point", s.Kind)
+	case !holds && !onLinks:
+		return fmt.Errorf("fault %s: until is only for faults that hold a client at its point (client-stall, client-pause) and network faults at a point (partition, latency, refuse)", s.Kind)
+	case onLinks && s.Point == "":
+		return fmt.Errorf("fault %s: until needs point (it heals when a client other than the one at the point reaches %s)", s.Kind, s.Until)
+	case !strings.HasPrefix(s.Until, "cs:"):
+		return fmt.Errorf("fault %s: until %q must be a harness point (cs:acquired, cs:before-read, ...)", s.Kind, s.Until)
+	case s.UntilAfter != "" && holds:
+		return fmt.Errorf("fault %s: until-after is for network faults: the client it holds at %s reaches no other point meanwhile", s.Kind, s.Point)
+	case s.UntilAfter != "" && !strings.HasPrefix(s.UntilAfter, "cs:"):
+		return fmt.Errorf("fault %s: until-after %q must be a harness point (cs:before-release, ...)", s.Kind, s.UntilAfter)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/servertest"
 )
 
@@ -153,7 +154,66 @@ func TestUntil(t *testing.T) {
 	}
 }
 
-// TestUntilValidated: until is for the faults that hold a client, and names a harness point.
+// TestUntilHealsAPartition: a partition at a point heals when another client reaches its until
+// point — counted only once the trigger reached its until-after point — and what the cut-off
+// client sent under it then executes, on a real redis-server: the catalogue's partition, whose
+// held release lands when the next holder holds.
+func TestUntilHealsAPartition(t *testing.T) {
+	t.Parallel()
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
+	env := &testEnv{c: c, clients: 2}
+	ctx := ctxT(t, 30*time.Second)
+	direct := rclient(t, nodeAddr(t, c, "redis-1"), 2*time.Second)
+	rc1 := rclient(t, proxied(t, c, 1, 0), 10*time.Second)
+	if err := direct.Set(ctx, "lock", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc1.Ping(ctx).Err(); err != nil { // the connection exists before the cut
+		t.Fatal(err)
+	}
+	n, rec := startNemesis(t, env, []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger",
+		For: ms(5 * time.Second), Until: "cs:before-read", UntilAfter: "cs:before-release"}}, 1)
+	_ = n.Point(ctx, 1, "cs:acquired")
+	s := rec.waitStart(t, "partition", 2*time.Second)
+	if !contains(s.Detail, "until another client reached cs:before-read after the triggering client reached cs:before-release") {
+		t.Errorf("the start line's detail %q does not say when it heals", s.Detail)
+	}
+	// Another client holding before the cut-off client's release does not heal it.
+	_ = n.Point(ctx, 2, "cs:before-read")
+	_ = n.Point(ctx, 1, "cs:before-read")
+	_ = n.Point(ctx, 1, "cs:before-release")
+	done := make(chan error, 1)
+	go func() { done <- rc1.Del(ctx, "lock").Err() }()
+	_ = n.Point(ctx, 1, "cs:before-read") // the trigger's own point does not heal it
+	time.Sleep(300 * time.Millisecond)
+	if sp, ok := rec.span("partition"); ok && sp.End != history.Never {
+		t.Fatalf("the partition healed %v after it began, before another client reached cs:before-read after the release",
+			time.Duration(sp.End-sp.Start))
+	}
+	if got := waitValue(ctx, direct, "lock", 0); got != "v" {
+		t.Fatalf("the cut-off client's DEL executed under the partition: the key is %q", got)
+	}
+	t0 := time.Now()
+	_ = n.Point(ctx, 2, "cs:before-read")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("the held DEL: %v", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the partition did not heal when client 2 reached cs:before-read after client 1's release")
+	}
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("the held DEL executed %v after client 2's point", d)
+	}
+	if got := waitValue(ctx, direct, "lock", 0); got != "" {
+		t.Errorf("after the heal the key is %q: the held DEL did not execute", got)
+	}
+	rec.waitEnd(t, "partition", time.Second)
+}
+
+// TestUntilValidated: until is for the faults that hold a client and the network faults at a
+// point, and names a harness point; until-after needs until, and a network fault.
 func TestUntilValidated(t *testing.T) {
 	for _, tc := range []struct {
 		s    faults.Spec
@@ -162,6 +222,12 @@ func TestUntilValidated(t *testing.T) {
 		{faults.Spec{Kind: "client-stall", Point: "cs:acquired", For: ms(time.Second), Until: "cs:before-read"}, ""},
 		{faults.Spec{Kind: "restart", Point: "cs:acquired", Nodes: "master", Until: "cs:before-read"}, "only for faults that hold a client"},
 		{faults.Spec{Kind: "client-crash", Point: "cs:acquired", Until: "cs:before-read"}, "only for faults that hold a client"},
+		{faults.Spec{Kind: "partition", Point: "cs:acquired", For: ms(time.Second), Until: "cs:before-read", UntilAfter: "cs:before-release"}, ""},
+		{faults.Spec{Kind: "latency", Point: "cs:acquired", Amount: ms(time.Second), Until: "cs:before-read"}, ""},
+		{faults.Spec{Kind: "partition", Nodes: "master", For: ms(time.Second), Until: "cs:before-read"}, "until needs point"},
+		{faults.Spec{Kind: "partition", Point: "cs:acquired", UntilAfter: "cs:before-release"}, "until-after needs until"},
+		{faults.Spec{Kind: "client-stall", Point: "cs:acquired", For: ms(time.Second), Until: "cs:before-read", UntilAfter: "cs:before-release"}, "until-after is for network faults"},
+		{faults.Spec{Kind: "refuse", Point: "cs:acquired", Until: "cs:before-read", UntilAfter: "release:after-get"}, "until-after \"release:after-get\" must be a harness point"},
 		{faults.Spec{Kind: "client-stall", Point: "cs:acquired", For: ms(time.Second), Until: "acquire:after-set"}, "must be a harness point"},
 		{faults.Spec{Kind: "restart", Nodes: "master", Wire: &faults.Wire{Before: "DEL"}}, "cannot act at a wire point"},
 		{faults.Spec{Kind: "latency", Amount: ms(time.Second), Wire: &faults.Wire{}}, "exactly one of before"},

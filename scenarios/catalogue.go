@@ -127,14 +127,18 @@ func registerCatalogue() bool {
 		// back after the takeover still shows the holder's own value, so the DEL it leads to
 		// removes the new holder's key (the second). The releases are the fourth and the seventh,
 		// in the steady state: the first holders are granted while the others' first acquires,
-		// all called at 0, run out together, and a takeover then found no waiter. Holds of 150 ms
+		// all called at 0, run out together, and a takeover then found no waiter. The late GET
+		// reply comes at three releases in a row: getset's holder whose key a losing GETSET
+		// overwrote (getset-race's flaw: waiters that saw it expire together) finds another
+		// value and deletes nothing — at --parallel 6 the seventh release's holder was one, and
+		// the cell came out safe once in two matrices. Holds of 150 ms
 		// keep the lock held nearly all the time; the request timeout (3×TTL) keeps the releasing
 		// client waiting for its held reply rather than closing the connection.
 		Workload: std.merge(Workload{Hold: ms(150), Duration: ms(3000), OpTimeout: ms(3 * ttl), ReleaseTimeout: ms(3000)}),
 		Faults: []faults.Spec{
 			{Kind: "latency", Point: "cs:before-release", Skip: 3, Amount: ms(3 * ttl),
 				Wire: &faults.Wire{Before: "*", Until: "cs:before-read"}},
-			{Kind: "latency", Point: "cs:before-release", Skip: 6, Amount: ms(3 * ttl),
+			{Kind: "latency", Point: "cs:before-release", Skip: 6, Times: 3, Amount: ms(3 * ttl),
 				Wire: &faults.Wire{AfterReply: "*", Until: "cs:before-read"}},
 		},
 		Expect: expect("S: no expiry, the DEL is the holder's own", "Us", "Us", "Us: the GET's late reply leads its DEL to the new holder's key", "S", "S", "S"),
@@ -207,22 +211,27 @@ func registerCatalogue() bool {
 		Name: "partition",
 		Summary: "The holder is cut off from the lock service (not from the resource) right after it acquired, for " +
 			"longer than the TTL / session timeout, and keeps working past its lease before it checks it; what it " +
-			"sent meanwhile arrives when the partition heals. ZooKeeper: it writes while still cut off, after the " +
-			"ensemble expired its session, which it cannot know yet.",
+			"sent meanwhile arrives when the partition heals, as another client holds. ZooKeeper: it writes while " +
+			"still cut off, after the ensemble expired its session, which it cannot know yet.",
 		Reproduces: "Curator's session-expiry caveat (CURATOR-206); Jepsen; seed 003 table (the DEL blocked in the network, accepted later)",
 		Needs:      "partition > TTL (session timeout) at cs:acquired; the holder busy past its TTL under it",
-		// The partition holds the bytes and delivers them at the heal (DESIGN.md §4): a release
-		// sent under it lands 1.3 s after the holder acquired, when another client holds. The
-		// holder stays busy TTL+300 ms at cs:acquired (client-stall: its links and threads run,
-		// as a holder that is working does), so a lock that keeps believing in a lease it cannot
-		// renew — a watchdog that never gives up, a lease trusted until release — writes after the
-		// next client was granted, and a careful holder finds its validity gone and skips its
-		// write. Any lock reaches both faults: they are the harness's own points. Holds of 150 ms
-		// keep the lock held nearly all the time, so a plain DEL delivered at the heal finds a
-		// holder to remove (with 10 ms holds setnx-expire's landed in a gap).
+		// The partition holds the bytes and delivers them at the heal (DESIGN.md §4). It heals
+		// when another client holds the lock (cs:before-read) once the cut-off holder's release
+		// is on the wire (cs:before-release), or at 2×TTL+300 ms at most (a lock without expiry
+		// is never taken over: setnx): a release sent under it lands on the next holder's grant,
+		// whatever the lock's retry timing. (Healed at a fixed 1.3 s, setnx-expire's held DEL
+		// once landed in a gap between holds, 2 ms after a release, at --parallel 6: it removed
+		// the next grant's key between its SETNX and EXPIRE, the grant failed, and no two
+		// clients overlapped.) The holder stays busy TTL+300 ms at cs:acquired (client-stall:
+		// its links and threads run, as a holder that is working does), so a lock that keeps
+		// believing in a lease it cannot renew — a watchdog that never gives up, a lease trusted
+		// until release — writes after the next client was granted, and a careful holder finds
+		// its validity gone and skips its write. Any lock reaches both faults: they are the
+		// harness's own points. Holds of 150 ms keep the lock held nearly all the time.
 		Workload: std.merge(Workload{Hold: ms(150), AcquireTimeout: ms(4000), StuckAfter: ms(1500), Duration: ms(2500), Tail: ms(1000)}),
 		Faults: []faults.Spec{
-			{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2*ttl + 300)},
+			{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2*ttl + 300),
+				Until: "cs:before-read", UntilAfter: "cs:before-release"},
 			{Kind: "client-stall", Point: "cs:acquired", For: ms(ttl + 300)},
 		},
 		Variants: map[string]Variant{
