@@ -74,7 +74,7 @@ test-short: ## unit tests only: no server starts (LOCKCHAOS_NO_SERVERS=1 makes e
 	LOCKCHAOS_NO_SERVERS=1 $(GO) test -short -count=1 ./...
 
 run: deps build ## the main job: the default scenario matrix on the local backend, writing out/index.html
-	$(BIN) matrix --out $(OUT) --parallel 4
+	$(BIN) matrix --out $(OUT) --parallel 6
 
 matrix: run ## alias of run
 
