@@ -249,7 +249,7 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 		// A stopped process does not see its deadlines pass: the pause lasts its full time even
 		// when the caller's ctx (an acquire's timeout) ends meanwhile, and only HealAll cuts it.
 		// The caller then finds its ctx ended, as a process finds after it wakes.
-		until, forget := n.awaitUntil(r.spec.Until, "", trigger)
+		until, forget := n.awaitUntil(r.spec.Until, trigger, r.spec.AtLeast.D())
 		n.serve(id, lasting)
 		select {
 		case <-n.stop:
@@ -275,10 +275,9 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 }
 
 // healAtUntil ends lasting occurrence id early when a client other than trigger reaches s.Until
-// (once the trigger reached s.UntilAfter, when set); it stops watching once the occurrence ended
-// otherwise.
+// (once s.AtLeast has passed); it stops watching once the occurrence ended otherwise.
 func (n *Nemesis) healAtUntil(id int64, s Spec, trigger int) {
-	until, forget := n.awaitUntil(s.Until, s.UntilAfter, trigger)
+	until, forget := n.awaitUntil(s.Until, trigger, s.AtLeast.D())
 	n.mu.Lock()
 	if n.stopped {
 		n.mu.Unlock()
@@ -529,8 +528,8 @@ func describeTarget(t Target) string {
 // untilDetail says when a fault with Until ends early, for its history line.
 func untilDetail(s Spec) string {
 	d := "until another client reached " + s.Until
-	if s.UntilAfter != "" {
-		d += " after the triggering client reached " + s.UntilAfter
+	if s.AtLeast > 0 {
+		d = fmt.Sprintf("at least %s, then %s", s.AtLeast, d)
 	}
 	if s.For > 0 {
 		d += fmt.Sprintf(" (at most %s)", s.For)
@@ -538,43 +537,62 @@ func untilDetail(s Spec) string {
 	return d
 }
 
-// untilWait is a fault that ends when a client other than its trigger reaches point, once the
-// trigger reached after (when set).
+// untilWait is a fault that ends when a client other than its trigger reaches point.
 type untilWait struct {
 	point   string
-	after   string // cleared when the trigger reaches it
 	trigger int
 	done    chan struct{}
 }
 
-// awaitUntil returns a channel closed when a client other than trigger reaches point, once
-// trigger reached after (nil, never ready, when there is no point to wait for), and the function
+// awaitUntil returns a channel closed when a client other than trigger reaches point once
+// atLeast has passed (nil, never ready, when there is no point to wait for), and the function
 // that forgets the wait once the fault ended otherwise.
-func (n *Nemesis) awaitUntil(point, after string, trigger int) (<-chan struct{}, func()) {
+func (n *Nemesis) awaitUntil(point string, trigger int, atLeast time.Duration) (<-chan struct{}, func()) {
 	if point == "" {
 		return nil, func() {}
 	}
-	w := &untilWait{point: point, after: after, trigger: trigger, done: make(chan struct{})}
-	n.mu.Lock()
-	n.untils = append(n.untils, w)
-	n.mu.Unlock()
-	return w.done, func() {
+	w := &untilWait{point: point, trigger: trigger, done: make(chan struct{})}
+	listen := func() {
+		n.mu.Lock()
+		n.untils = append(n.untils, w)
+		n.mu.Unlock()
+	}
+	forget := func() {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		n.untils = slices.DeleteFunc(n.untils, func(x *untilWait) bool { return x == w })
 	}
+	if atLeast <= 0 {
+		listen()
+		return w.done, forget
+	}
+	// The wait joins the list only once atLeast has passed: a point reached before then does
+	// not count. A timer, stopped when the fault ends first, so nothing is left behind.
+	var mu sync.Mutex
+	forgotten := false
+	t := time.AfterFunc(atLeast, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !forgotten {
+			listen()
+		}
+	})
+	return w.done, func() {
+		t.Stop()
+		mu.Lock()
+		forgotten = true
+		mu.Unlock()
+		forget()
+	}
 }
 
-// reachedUntil ends the waits for point of every client but c, and starts counting the waits
-// of c that waited for it to reach point first.
+// reachedUntil ends the waits for point of every client but c.
 func (n *Nemesis) reachedUntil(c int, point string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	kept := n.untils[:0]
 	for _, w := range n.untils {
-		if w.after == point && w.trigger == c {
-			w.after = ""
-		} else if w.after == "" && w.point == point && w.trigger != c {
+		if w.point == point && w.trigger != c {
 			close(w.done)
 			continue
 		}

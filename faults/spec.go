@@ -52,13 +52,13 @@ type Spec struct {
 	// its client at its point (client-stall, client-pause), or a network fault (partition,
 	// latency, refuse), which heals then and delivers what it held to a lock another client now
 	// holds — the moment a late command does harm, whatever the lock's retry timing. For still
-	// bounds it.
+	// bounds it; AtLeast delays it.
 	Until string `yaml:"until,omitempty" json:"until,omitempty"`
-	// UntilAfter counts Until only once the trigger itself reached this harness point: a
-	// partition from cs:acquired that heals when another client holds after the cut-off
-	// holder's release is on the wire (until-after: cs:before-release). Network faults only: a
-	// fault that holds its client keeps it from reaching any other point.
-	UntilAfter string `yaml:"until-after,omitempty" json:"until-after,omitempty"`
+	// AtLeast, with Until, is how long the fault lasts before an until point counts: a
+	// partition of at least 1.3 s that then heals when another client holds the lock, so the
+	// cut-off client's next attempts meet it too and what it held lands on a grant, not in a gap
+	// between two holds. For, when set, still bounds it and must be longer.
+	AtLeast Duration `yaml:"at-least,omitempty" json:"at-least,omitempty"`
 	// Wire aims the fault at one of the lock's own commands on the client's links (DESIGN.md §14):
 	// it fires when the proxy sees that request or reply (after Point, when set).
 	Wire *Wire `yaml:"wire,omitempty" json:"wire,omitempty"`
@@ -156,12 +156,12 @@ func (s Spec) Validate() error {
 	return nil
 }
 
-// validateUntil checks Until and UntilAfter against the kind: Until for a fault that holds its
-// client at its point, or for a network fault at a point; UntilAfter for the network faults only.
+// validateUntil checks Until and AtLeast against the kind: Until for a fault that holds its
+// client at its point, or for a network fault at a point.
 func (s Spec) validateUntil(k Kind) error {
 	if s.Until == "" {
-		if s.UntilAfter != "" {
-			return fmt.Errorf("fault %s: until-after needs until (the point another client reaches once the trigger reached %s)", s.Kind, s.UntilAfter)
+		if s.AtLeast != 0 {
+			return fmt.Errorf("fault %s: at-least needs until (the point another client reaches once %s have passed)", s.Kind, s.AtLeast)
 		}
 		return nil
 	}
@@ -180,10 +180,10 @@ func (s Spec) validateUntil(k Kind) error {
 		return fmt.Errorf("fault %s: until needs point (it heals when a client other than the one at the point reaches %s)", s.Kind, s.Until)
 	case !strings.HasPrefix(s.Until, "cs:"):
 		return fmt.Errorf("fault %s: until %q must be a harness point (cs:acquired, cs:before-read, ...)", s.Kind, s.Until)
-	case s.UntilAfter != "" && holds:
-		return fmt.Errorf("fault %s: until-after is for network faults: the client it holds at %s reaches no other point meanwhile", s.Kind, s.Point)
-	case s.UntilAfter != "" && !strings.HasPrefix(s.UntilAfter, "cs:"):
-		return fmt.Errorf("fault %s: until-after %q must be a harness point (cs:before-release, ...)", s.Kind, s.UntilAfter)
+	case s.AtLeast < 0:
+		return fmt.Errorf("fault %s: at-least is negative (%s)", s.Kind, s.AtLeast)
+	case s.For > 0 && s.AtLeast >= s.For:
+		return fmt.Errorf("fault %s: at-least (%s) must be shorter than for (%s), which bounds the fault", s.Kind, s.AtLeast, s.For)
 	}
 	return nil
 }

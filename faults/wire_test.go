@@ -155,9 +155,9 @@ func TestUntil(t *testing.T) {
 }
 
 // TestUntilHealsAPartition: a partition at a point heals when another client reaches its until
-// point — counted only once the trigger reached its until-after point — and what the cut-off
-// client sent under it then executes, on a real redis-server: the catalogue's partition, whose
-// held release lands when the next holder holds.
+// point — counted only once its at-least has passed — and what the cut-off client sent under it
+// then executes, on a real redis-server: the catalogue's partition, whose held release lands
+// when the next holder holds.
 func TestUntilHealsAPartition(t *testing.T) {
 	t.Parallel()
 	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
@@ -171,29 +171,31 @@ func TestUntilHealsAPartition(t *testing.T) {
 	if err := rc1.Ping(ctx).Err(); err != nil { // the connection exists before the cut
 		t.Fatal(err)
 	}
+	const atLeast = 600 * time.Millisecond
 	n, rec := startNemesis(t, env, []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger",
-		For: ms(5 * time.Second), Until: "cs:before-read", UntilAfter: "cs:before-release"}}, 1)
+		For: ms(5 * time.Second), AtLeast: ms(atLeast), Until: "cs:before-read"}}, 1)
+	t0 := time.Now()
 	_ = n.Point(ctx, 1, "cs:acquired")
 	s := rec.waitStart(t, "partition", 2*time.Second)
-	if !contains(s.Detail, "until another client reached cs:before-read after the triggering client reached cs:before-release") {
+	if !contains(s.Detail, "at least 600ms, then until another client reached cs:before-read (at most 5s)") {
 		t.Errorf("the start line's detail %q does not say when it heals", s.Detail)
 	}
-	// Another client holding before the cut-off client's release does not heal it.
-	_ = n.Point(ctx, 2, "cs:before-read")
-	_ = n.Point(ctx, 1, "cs:before-read")
-	_ = n.Point(ctx, 1, "cs:before-release")
 	done := make(chan error, 1)
 	go func() { done <- rc1.Del(ctx, "lock").Err() }()
-	_ = n.Point(ctx, 1, "cs:before-read") // the trigger's own point does not heal it
-	time.Sleep(300 * time.Millisecond)
+	// Another client holding before at-least has passed does not heal it, nor does the trigger.
+	_ = n.Point(ctx, 2, "cs:before-read")
+	_ = n.Point(ctx, 1, "cs:before-read")
+	time.Sleep(time.Until(t0.Add(atLeast + 200*time.Millisecond)))
+	_ = n.Point(ctx, 1, "cs:before-read")
+	time.Sleep(100 * time.Millisecond)
 	if sp, ok := rec.span("partition"); ok && sp.End != history.Never {
-		t.Fatalf("the partition healed %v after it began, before another client reached cs:before-read after the release",
+		t.Fatalf("the partition healed %v after it began, before another client reached cs:before-read after at-least",
 			time.Duration(sp.End-sp.Start))
 	}
 	if got := waitValue(ctx, direct, "lock", 0); got != "v" {
 		t.Fatalf("the cut-off client's DEL executed under the partition: the key is %q", got)
 	}
-	t0 := time.Now()
+	t1 := time.Now()
 	_ = n.Point(ctx, 2, "cs:before-read")
 	select {
 	case err := <-done:
@@ -201,9 +203,9 @@ func TestUntilHealsAPartition(t *testing.T) {
 			t.Errorf("the held DEL: %v", err)
 		}
 	case <-time.After(2 * time.Second):
-		t.Fatal("the partition did not heal when client 2 reached cs:before-read after client 1's release")
+		t.Fatal("the partition did not heal when client 2 reached cs:before-read after at-least")
 	}
-	if d := time.Since(t0); d > time.Second {
+	if d := time.Since(t1); d > time.Second {
 		t.Errorf("the held DEL executed %v after client 2's point", d)
 	}
 	if got := waitValue(ctx, direct, "lock", 0); got != "" {
@@ -213,7 +215,7 @@ func TestUntilHealsAPartition(t *testing.T) {
 }
 
 // TestUntilValidated: until is for the faults that hold a client and the network faults at a
-// point, and names a harness point; until-after needs until, and a network fault.
+// point, and names a harness point; at-least needs until and is shorter than for.
 func TestUntilValidated(t *testing.T) {
 	for _, tc := range []struct {
 		s    faults.Spec
@@ -222,12 +224,12 @@ func TestUntilValidated(t *testing.T) {
 		{faults.Spec{Kind: "client-stall", Point: "cs:acquired", For: ms(time.Second), Until: "cs:before-read"}, ""},
 		{faults.Spec{Kind: "restart", Point: "cs:acquired", Nodes: "master", Until: "cs:before-read"}, "only for faults that hold a client"},
 		{faults.Spec{Kind: "client-crash", Point: "cs:acquired", Until: "cs:before-read"}, "only for faults that hold a client"},
-		{faults.Spec{Kind: "partition", Point: "cs:acquired", For: ms(time.Second), Until: "cs:before-read", UntilAfter: "cs:before-release"}, ""},
+		{faults.Spec{Kind: "partition", Point: "cs:acquired", For: ms(time.Second), Until: "cs:before-read", AtLeast: ms(500 * time.Millisecond)}, ""},
+		{faults.Spec{Kind: "client-stall", Point: "cs:acquired", For: ms(time.Second), Until: "cs:before-read", AtLeast: ms(500 * time.Millisecond)}, ""},
 		{faults.Spec{Kind: "latency", Point: "cs:acquired", Amount: ms(time.Second), Until: "cs:before-read"}, ""},
 		{faults.Spec{Kind: "partition", Nodes: "master", For: ms(time.Second), Until: "cs:before-read"}, "until needs point"},
-		{faults.Spec{Kind: "partition", Point: "cs:acquired", UntilAfter: "cs:before-release"}, "until-after needs until"},
-		{faults.Spec{Kind: "client-stall", Point: "cs:acquired", For: ms(time.Second), Until: "cs:before-read", UntilAfter: "cs:before-release"}, "until-after is for network faults"},
-		{faults.Spec{Kind: "refuse", Point: "cs:acquired", Until: "cs:before-read", UntilAfter: "release:after-get"}, "until-after \"release:after-get\" must be a harness point"},
+		{faults.Spec{Kind: "partition", Point: "cs:acquired", AtLeast: ms(time.Second)}, "at-least needs until"},
+		{faults.Spec{Kind: "refuse", Point: "cs:acquired", For: ms(time.Second), Until: "cs:before-read", AtLeast: ms(time.Second)}, "must be shorter than for"},
 		{faults.Spec{Kind: "client-stall", Point: "cs:acquired", For: ms(time.Second), Until: "acquire:after-set"}, "must be a harness point"},
 		{faults.Spec{Kind: "restart", Nodes: "master", Wire: &faults.Wire{Before: "DEL"}}, "cannot act at a wire point"},
 		{faults.Spec{Kind: "latency", Amount: ms(time.Second), Wire: &faults.Wire{}}, "exactly one of before"},

@@ -223,23 +223,26 @@ func registerCatalogue() bool {
 			"still cut off, after the ensemble expired its session, which it cannot know yet.",
 		Reproduces: "Curator's session-expiry caveat (CURATOR-206); Jepsen; seed 003 table (the DEL blocked in the network, accepted later)",
 		Needs:      "partition > TTL (session timeout) at cs:acquired; the holder busy past its TTL under it",
-		// The partition holds the bytes and delivers them at the heal (DESIGN.md §4). It heals
-		// when another client holds the lock (cs:before-read) once the cut-off holder's release
-		// is on the wire (cs:before-release), or at 2×TTL+300 ms at most (a lock without expiry
-		// is never taken over: setnx): a release sent under it lands on the next holder's grant,
-		// whatever the lock's retry timing. (Healed at a fixed 1.3 s, setnx-expire's held DEL
-		// once landed in a gap between holds, 2 ms after a release, at --parallel 6: it removed
-		// the next grant's key between its SETNX and EXPIRE, the grant failed, and no two
-		// clients overlapped.) The holder stays busy TTL+300 ms at cs:acquired (client-stall:
-		// its links and threads run, as a holder that is working does), so a lock that keeps
-		// believing in a lease it cannot renew — a watchdog that never gives up, a lease trusted
-		// until release — writes after the next client was granted, and a careful holder finds
-		// its validity gone and skips its write. Any lock reaches both faults: they are the
-		// harness's own points. Holds of 150 ms keep the lock held nearly all the time.
+		// The partition holds the bytes and delivers them at the heal (DESIGN.md §4). It lasts
+		// 2×TTL+300 ms, then heals when another client holds the lock (cs:before-read), TTL
+		// later at most (a lock without expiry is never taken over: setnx): the cut-off holder's
+		// release, sent under it at TTL+300 ms, lands on a grant, whatever the lock's retry
+		// timing, and its next acquire meets the partition too (user-redlock-error-vote counts
+		// the timeouts as votes). (Healed at a fixed 1.3 s, setnx-expire's held DEL once landed
+		// in a gap between holds, 2 ms after a release, at --parallel 6: it removed the next
+		// grant's key between its SETNX and EXPIRE, the grant failed, and no two clients
+		// overlapped. Healed as soon as another client held after the release, the cut-off
+		// client's next acquire went through, and the error-vote mutant was not caught.) The
+		// holder stays busy TTL+300 ms at cs:acquired (client-stall: its links and threads run,
+		// as a holder that is working does), so a lock that keeps believing in a lease it cannot
+		// renew — a watchdog that never gives up, a lease trusted until release — writes after
+		// the next client was granted, and a careful holder finds its validity gone and skips
+		// its write. Any lock reaches both faults: they are the harness's own points. Holds of
+		// 150 ms keep the lock held nearly all the time.
 		Workload: std.merge(Workload{Hold: ms(150), AcquireTimeout: ms(4000), StuckAfter: ms(1500), Duration: ms(2500), Tail: ms(1000)}),
 		Faults: []faults.Spec{
-			{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2*ttl + 300),
-				Until: "cs:before-read", UntilAfter: "cs:before-release"},
+			{Kind: "partition", Point: "cs:acquired", Clients: "trigger", AtLeast: ms(2*ttl + 300),
+				Until: "cs:before-read", For: ms(3*ttl + 300)},
 			{Kind: "client-stall", Point: "cs:acquired", For: ms(ttl + 300)},
 		},
 		Variants: map[string]Variant{
