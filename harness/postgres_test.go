@@ -35,8 +35,13 @@ func TestPostgresCells(t *testing.T) {
 	})
 }
 
-// kill ends the first holder's session right after it acquired (the session-kill scenario's fault).
-var kill = []faults.Spec{{Kind: "session-kill", Point: "cs:acquired"}}
+// kill ends the second holder's session right after it acquired (the session-kill scenario's
+// fault, at the second grant as mysql-get-lock's variant has it): by then every waiter is queued
+// in the server. At the first grant the cell came out safe once in a loaded make test (its
+// history was not kept; 8 of 8 runs beside two CPU-bound loops were unsafe after), as 1 selftest
+// run of mysql-get-lock under load was (expect_mariadb.go): likely a kill that freed the lock
+// before any waiter was queued, so the holder's release came before the next grant.
+var kill = []faults.Spec{{Kind: "session-kill", Point: "cs:acquired", Skip: 1}}
 
 // askedAndDidNotWrite: the kill fired, the server granted the waiter while the lock model saw the
 // holder hold (a service violation), and the careful holder asked the server and lost no update.
