@@ -34,8 +34,7 @@ func pointAsync(ctx context.Context, n *faults.Nemesis, c int, name string) <-ch
 // black-holes that client's links meanwhile (not the other client's), and restores them.
 func TestClientPause(t *testing.T) {
 	t.Parallel()
-	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
-	env := &testEnv{c: c, clients: 2}
+	c, env := redisPair(t, false)
 	ctx := ctxT(t, 30*time.Second)
 	const pause = 1500 * time.Millisecond
 	rc1 := rclient(t, proxied(t, c, 1, 0), 300*time.Millisecond)
@@ -86,8 +85,7 @@ func TestClientPause(t *testing.T) {
 // (the client died for good), though HealAll restores its links for the servers' sake.
 func TestClientCrash(t *testing.T) {
 	t.Parallel()
-	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
-	env := &testEnv{c: c, clients: 2}
+	c, env := redisPair(t, false)
 	ctx := ctxT(t, 30*time.Second)
 	rc1 := rclient(t, proxied(t, c, 1, 0), 300*time.Millisecond)
 
@@ -173,8 +171,7 @@ func TestClockSkew(t *testing.T) {
 // least the amount (other clients are not slowed), until heal.
 func TestSlowRelease(t *testing.T) {
 	t.Parallel()
-	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
-	env := &testEnv{c: c, clients: 2}
+	c, env := redisPair(t, false)
 	ctx := ctxT(t, 30*time.Second)
 	const amount = 400 * time.Millisecond
 	rc1 := rclient(t, proxied(t, c, 1, 0), 3*time.Second)

@@ -13,8 +13,17 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/servertest"
 	"github.com/redis/go-redis/v9"
 )
+
+// redisPair starts a redis-single of two clients, each behind proxies of its own (parsing the
+// lock's commands when wire is set), and the nemesis's view of it.
+func redisPair(t *testing.T, wire bool) (cluster.Cluster, *testEnv) {
+	t.Helper()
+	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true, Wire: wire})
+	return c, &testEnv{c: c, clients: 2}
+}
 
 // clockCall is one SetClock call the nemesis made.
 type clockCall struct {

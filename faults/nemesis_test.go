@@ -18,8 +18,7 @@ import (
 // near At+For, in order. Bounds are coarse: this is a loaded machine.
 func TestTimedSchedule(t *testing.T) {
 	t.Parallel()
-	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
-	env := &testEnv{c: c, clients: 2}
+	_, env := redisPair(t, false)
 	const at, dur = 500 * time.Millisecond, 700 * time.Millisecond
 	specs := []faults.Spec{
 		{Kind: "clock-skew", Clients: "1", Amount: ms(time.Second), At: ms(at), For: ms(dur)},
@@ -121,8 +120,7 @@ func TestPointSelection(t *testing.T) {
 // counts the occurrences from then (a soak aims point faults at moments of the run so).
 func TestPointFromAt(t *testing.T) {
 	t.Parallel()
-	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
-	env := &testEnv{c: c, clients: 2}
+	_, env := redisPair(t, false)
 	ctx := ctxT(t, 10*time.Second)
 	n, rec := newNemesis(t, env, []faults.Spec{
 		{Kind: "clock-skew", Point: "cs:acquired", Skip: 1, At: ms(300 * time.Millisecond), Amount: ms(time.Second)},

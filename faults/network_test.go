@@ -23,8 +23,7 @@ import (
 // the amount while it lasts (client 2's do not), and are fast again after heal. Not parallel: it
 // measures time.
 func TestLatency(t *testing.T) {
-	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
-	env := &testEnv{c: c, clients: 2}
+	c, env := redisPair(t, false)
 	ctx := ctxT(t, 30*time.Second)
 	const amount = 150 * time.Millisecond
 	rc1 := rclient(t, proxied(t, c, 1, 0), 2*time.Second)
@@ -62,8 +61,7 @@ func TestLatency(t *testing.T) {
 // partition-oneway holds only the stream it is given. Client 2's link is untouched throughout.
 func TestPartition(t *testing.T) {
 	t.Parallel()
-	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
-	env := &testEnv{c: c, clients: 2}
+	c, env := redisPair(t, false)
 	ctx := ctxT(t, 60*time.Second)
 	direct := rclient(t, nodeAddr(t, c, "redis-1"), 2*time.Second)
 	rc2 := rclient(t, proxied(t, c, 2, 0), 2*time.Second)
@@ -234,8 +232,7 @@ func TestPartitionZooKeeper(t *testing.T) {
 // brings it back on the same address.
 func TestRefuse(t *testing.T) {
 	t.Parallel()
-	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
-	env := &testEnv{c: c, clients: 2}
+	c, env := redisPair(t, false)
 	ctx := ctxT(t, 30*time.Second)
 	addr := proxied(t, c, 1, 0)
 	rc1 := rclient(t, addr, 2*time.Second)

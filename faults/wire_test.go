@@ -18,8 +18,7 @@ import (
 // names the command it held.
 func TestWireHold(t *testing.T) {
 	t.Parallel()
-	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true, Wire: true})
-	env := &testEnv{c: c, clients: 2}
+	c, env := redisPair(t, true)
 	ctx := ctxT(t, 30*time.Second)
 	direct := rclient(t, nodeAddr(t, c, "redis-1"), 2*time.Second)
 	rc1 := rclient(t, proxied(t, c, 1, 0), 5*time.Second)
@@ -160,8 +159,7 @@ func TestUntil(t *testing.T) {
 // when the next holder holds.
 func TestUntilHealsAPartition(t *testing.T) {
 	t.Parallel()
-	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2, Proxies: true})
-	env := &testEnv{c: c, clients: 2}
+	c, env := redisPair(t, false)
 	ctx := ctxT(t, 30*time.Second)
 	direct := rclient(t, nodeAddr(t, c, "redis-1"), 2*time.Second)
 	rc1 := rclient(t, proxied(t, c, 1, 0), 10*time.Second)
