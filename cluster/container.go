@@ -16,7 +16,7 @@ const (
 const containerData = "/data"
 
 // Container is how a container backend (cluster/docker) runs a server of one kind, registered
-// from the kind's own file with registerContainer: the kind's facts as data, and its command.
+// from the kind's own file with registerKind: the kind's facts as data, and its command.
 type Container struct {
 	// Image is the image its containers run (a Spec field, or a fixed name).
 	Image func(s Spec) string
@@ -48,22 +48,12 @@ func (c Container) Command(e ContainerEnv, s *Server, restart bool) (cmd, env []
 	return c.start(e, s.n, restart)
 }
 
-// containers holds, by kind, the servers a container backend runs.
-var containers = map[Kind]Container{}
-
-// registerContainer says how a container backend runs servers of kind; call it from init in the
-// kind's file.
-func registerContainer(kind Kind, c Container) {
-	if _, dup := containers[kind]; dup {
-		panic("cluster: duplicate container kind " + kind)
-	}
-	containers[kind] = c
-}
-
 // ContainerOf returns how a container backend runs servers of kind; false when it runs none.
 func ContainerOf(kind Kind) (Container, bool) {
-	c, ok := containers[kind]
-	return c, ok
+	if c := kinds[kind].container; c != nil {
+		return *c, true
+	}
+	return Container{}, false
 }
 
 // ContainerKinds lists the kinds of server topology runs on a container backend; nil when it runs

@@ -50,8 +50,13 @@ const (
 func init() {
 	// A member's data dir is its identity in the cluster: a restart keeps it (reuse), as the
 	// local backend keeps the node's dir.
-	registerContainer(KindEtcd, Container{Image: func(s Spec) string { return s.EtcdImage }, Port: etcdClientPort,
-		Reuse: true, start: etcdContainer})
+	registerKind(KindEtcd, kind{
+		container: &Container{Image: func(s Spec) string { return s.EtcdImage }, Port: etcdClientPort,
+			Reuse: true, start: etcdContainer},
+		wireSupport: "not parsed: etcd speaks gRPC over HTTP/2, not parsed until measured as cheap (its slow-release and latency are timed faults on its links)",
+		ping:        func(ctx context.Context, addr string, _ SQLLogin) error { return etcdHealthy(ctx, addr) },
+		external:    externalMembers(KindEtcd, Etcd),
+	})
 	registerTopology(Etcd, topology{
 		nodes: func(n int) (int, error) {
 			switch {

@@ -58,16 +58,9 @@ func (f *ExternalFile) Missing(node string, ctl Control) error {
 // Ping is the readiness check of a cluster file's server: its protocol's ping, and for a SQL
 // server a session of the file's login. Start waits for it on every node; doctor probes with it.
 func (n ExternalNode) Ping(ctx context.Context) error {
-	addr := n.Address
-	switch n.Kind {
-	case KindZooKeeper:
-		return zkServing(ctx, addr)
-	case KindEtcd:
-		return etcdHealthy(ctx, addr)
-	case KindPostgres:
-		return pgPing(ctx, addr, n.Login())
-	case KindMariaDB:
-		return mariadbPing(ctx, addr, n.Login())
+	k, ok := kinds[n.Kind]
+	if !ok || k.ping == nil {
+		return fmt.Errorf("node %s: a cluster file cannot list a %s node", n.Name, n.Kind)
 	}
-	return redisPing(ctx, addr)
+	return k.ping(ctx, n.Address, n.Login())
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -176,17 +177,16 @@ func (f *ExternalFile) check() error {
 			return fmt.Errorf("%s: name used twice (give every node its own name)", w)
 		}
 		seen[n.Name] = true
-		switch n.Kind {
-		case KindRedis, KindSentinel, KindZooKeeper, KindEtcd:
-			if n.User != "" || n.Password != "" || n.PasswordEnv != "" || n.Database != "" || n.SSLMode != "" {
-				return fmt.Errorf("%s: user, password, password_env, database and sslmode are for postgres and mariadb nodes (remove them)", w)
-			}
-		case KindPostgres, KindMariaDB:
-			if err := n.checkLogin(); err != nil {
+		k, ok := kinds[n.Kind]
+		switch {
+		case !ok || k.ping == nil:
+			return fmt.Errorf("%s: unknown kind %q (use %s)", w, n.Kind, listed(kindsWhere(func(k kind) bool { return k.ping != nil }), "or"))
+		case k.login != nil:
+			if err := n.checkLogin(k.login); err != nil {
 				return fmt.Errorf("%s: %w", w, err)
 			}
-		default:
-			return fmt.Errorf("%s: unknown kind %q (use redis, sentinel, zookeeper, etcd, postgres or mariadb)", w, n.Kind)
+		case n.User != "" || n.Password != "" || n.PasswordEnv != "" || n.Database != "" || n.SSLMode != "":
+			return fmt.Errorf("%s: user, password, password_env, database and sslmode are for %s nodes (remove them)", w, listed(kindsWhere(func(k kind) bool { return k.login != nil }), "and"))
 		}
 		if err := checkHostPort(n.Address); err != nil {
 			return fmt.Errorf("%s: address %q: %v (write host:port, e.g. 10.0.0.5:6379)", w, n.Address, err)
@@ -204,9 +204,9 @@ func (f *ExternalFile) check() error {
 	return err
 }
 
-// checkLogin checks a SQL node's login and fills its defaults: PostgreSQL's user postgres, its
-// database the user's name (as libpq's), sslmode disable; the password from password_env.
-func (n *ExternalNode) checkLogin() error {
+// checkLogin reads a SQL node's password from password_env, then checks the rest of its login
+// and fills its defaults the kind's way (login).
+func (n *ExternalNode) checkLogin(login func(n *ExternalNode) error) error {
 	switch {
 	case n.Password != "" && n.PasswordEnv != "":
 		return errors.New("password and password_env both set (keep one)")
@@ -217,29 +217,7 @@ func (n *ExternalNode) checkLogin() error {
 		}
 		n.Password = p
 	}
-	if n.Kind == KindMariaDB {
-		switch {
-		case n.User == "":
-			return errors.New("no user (add user: the account the clients log in as; GET_LOCK needs no privilege)")
-		case n.SSLMode != "":
-			return errors.New("sslmode is PostgreSQL's (remove it)")
-		}
-		return nil
-	}
-	if n.User == "" {
-		n.User = PostgresUser
-	}
-	if n.Database == "" {
-		n.Database = n.User
-	}
-	switch n.SSLMode {
-	case "":
-		n.SSLMode = "disable"
-	case "disable", "allow", "prefer", "require", "verify-ca", "verify-full":
-	default:
-		return fmt.Errorf("sslmode %q (use disable, allow, prefer, require, verify-ca or verify-full)", n.SSLMode)
-	}
-	return nil
+	return login(n)
 }
 
 func checkHostPort(s string) error {
@@ -256,60 +234,34 @@ func checkHostPort(s string) error {
 	return nil
 }
 
-// Topology infers the topology from the nodes' kinds: one redis node is redis-single, several are
-// redis-multi (independent masters, Redlock), redis nodes with sentinels are redis-sentinel (the
-// master and its replicas, found through the sentinels); ZooKeeper and etcd need an odd number of
-// members.
+// Topology infers the topology from the nodes' kinds, each kind its own way (kind.external): one
+// redis node is redis-single, several are redis-multi (independent masters, Redlock), redis nodes
+// with sentinels are redis-sentinel (the master and its replicas, found through the sentinels);
+// ZooKeeper and etcd need an odd number of members; a SQL server is listed alone.
 func (f *ExternalFile) Topology() (string, error) {
 	count := map[Kind]int{}
 	for _, n := range f.Nodes {
 		count[n.Kind]++
 	}
-	if count[KindSentinel] > 0 && count[KindRedis] > 0 && len(count) == 2 {
-		return RedisSentinel, nil
+	var ks []Kind
+	for k := range count {
+		ks = append(ks, k)
 	}
-	if count[KindSentinel] > 0 && len(count) == 1 {
-		return "", errors.New("only sentinels (list the master and its replicas too, as kind redis)")
-	}
-	if len(count) > 1 {
-		return "", fmt.Errorf("the nodes mix kinds %v (one cluster file holds one cluster: redis masters, redis with sentinels, ZooKeeper members, etcd members, or one SQL server)", kindList(count))
-	}
-	n := len(f.Nodes)
-	switch k := f.Nodes[0].Kind; k {
-	case KindPostgres, KindMariaDB:
-		if n > 1 {
-			return "", fmt.Errorf("%d %s nodes (list the one server the clients use; a standby or a pooler in front runs on the local backend only)", n, k)
-		}
-		if k == KindMariaDB {
-			return MariaDB, nil
-		}
-		return Postgres, nil
-	case KindRedis:
-		if n == 1 {
-			return RedisSingle, nil
-		}
-		return RedisMulti, nil
-	case KindZooKeeper:
-		if n%2 == 0 {
-			return "", fmt.Errorf("%d zookeeper nodes (list every member of the ensemble: 1, 3 or 5)", n)
-		}
-		return ZooKeeper, nil
+	slices.Sort(ks)
+	var main Kind // the kind whose nodes make the topology
+	switch {
+	case len(ks) == 1 && kinds[ks[0]].beside != "":
+		return "", fmt.Errorf("only %s nodes (list the %s nodes they come with too)", ks[0], kinds[ks[0]].beside)
+	case len(ks) == 1:
+		main = ks[0]
+	case len(ks) == 2 && kinds[ks[0]].beside == ks[1]:
+		main = ks[0]
+	case len(ks) == 2 && kinds[ks[1]].beside == ks[0]:
+		main = ks[1]
 	default:
-		if n%2 == 0 {
-			return "", fmt.Errorf("%d etcd nodes (list every member of the cluster: 1, 3 or 5)", n)
-		}
-		return Etcd, nil
+		return "", fmt.Errorf("the nodes mix kinds %v (one cluster file holds one cluster)", ks)
 	}
-}
-
-func kindList(count map[Kind]int) []string {
-	var out []string
-	for _, k := range []Kind{KindRedis, KindZooKeeper, KindEtcd, KindSentinel, KindPostgres, KindMariaDB} {
-		if count[k] > 0 {
-			out = append(out, string(k))
-		}
-	}
-	return out
+	return kinds[main].external(count[main])
 }
 
 // Node returns the named node.

@@ -30,25 +30,12 @@ func newLocal(spec Spec) (*local, error) {
 func (b *local) name() string  { return Local }
 func (b *local) runID() string { return filepath.Base(b.dir) }
 
-// ports: a ZooKeeper member also listens for its quorum and its election.
-func (b *local) ports(k Kind) int {
-	if k == KindZooKeeper {
-		return 3
-	}
-	return 1
-}
+func (b *local) ports(k Kind) int { return k.localPorts() }
 
 func (b *local) machine(n *node) Machine {
 	n.Addr = localAddr(n.ports[0])
 	n.inner = n.Addr
-	switch n.Kind {
-	case KindRedis:
-		n.readyTimeout = 10 * time.Second
-	case KindZooKeeper:
-		n.readyTimeout = 30 * time.Second
-	default:
-		n.readyTimeout = 15 * time.Second
-	}
+	n.readyTimeout = n.Kind.readyTimeout()
 	dir := filepath.Join(b.dir, n.Name)
 	return &process{b: b, n: n, dir: dir, logPath: filepath.Join(dir, n.Name+".log")}
 }

@@ -63,7 +63,19 @@ const mariadbPort = 3306
 
 func init() {
 	// The data dir is the server's state, kept by a restart as the local backend keeps it.
-	registerContainer(KindMariaDB, Container{Image: func(s Spec) string { return s.MariaDBImage }, Port: mariadbPort, Reuse: true, Ready: 45 * time.Second, start: mariadbContainer})
+	registerKind(KindMariaDB, kind{
+		localLogin: func(client int) SQLLogin {
+			if client == 0 {
+				return SQLLogin{User: MariaDBAdmin}
+			}
+			return SQLLogin{User: MariaDBClientUser(client)}
+		},
+		container:   &Container{Image: func(s Spec) string { return s.MariaDBImage }, Port: mariadbPort, Reuse: true, Ready: 45 * time.Second, start: mariadbContainer},
+		wireSupport: "not parsed: the MySQL protocol (its faults act at the harness's cs: points, and session-kill at the server)",
+		ping:        mariadbPing,
+		login:       mariadbLogin,
+		external:    oneExternalServer(KindMariaDB, MariaDB),
+	})
 	registerTopology(MariaDB, topology{
 		nodes:        oneServer(MariaDB),
 		needs:        mariadbRequirements,
@@ -294,4 +306,15 @@ func mariadbSessions(ctx context.Context, conn *sql.Conn, client int) ([]int64, 
 		ids = append(ids, id)
 	}
 	return ids, rows.Err()
+}
+
+// mariadbLogin checks a cluster file's MariaDB login: a user, and no sslmode (PostgreSQL's).
+func mariadbLogin(n *ExternalNode) error {
+	switch {
+	case n.User == "":
+		return errors.New("no user (add user: the account the clients log in as; GET_LOCK needs no privilege)")
+	case n.SSLMode != "":
+		return errors.New("sslmode is PostgreSQL's (remove it)")
+	}
+	return nil
 }

@@ -38,8 +38,11 @@ const PgBouncerPoolSize = 2
 
 func init() {
 	// A restart is a fresh pgbouncer with the same configuration: its pools are memory only.
-	registerContainer(KindPgBouncer, Container{Image: func(Spec) string { return PgBouncerImage }, Port: pgBouncerPort,
-		User: "postgres", start: pgBouncerContainer})
+	registerKind(KindPgBouncer, kind{
+		container: &Container{Image: func(Spec) string { return PgBouncerImage }, Port: pgBouncerPort,
+			User: "postgres", start: pgBouncerContainer},
+		wireSupport: "not parsed: the PostgreSQL protocol, as the server's",
+	})
 	registerTopology(PostgresPgBouncer, topology{
 		nodes: oneServer(PostgresPgBouncer),
 		needs: func() []Requirement {

@@ -62,7 +62,18 @@ const pgPort = 5432
 func init() {
 	// The data dir is the server's state, kept by a restart as the local backend keeps it;
 	// PostgreSQL refuses to run as root (the official image's --user postgres).
-	registerContainer(KindPostgres, Container{Image: func(s Spec) string { return s.PostgresImage }, Port: pgPort, Reuse: true, User: "postgres", Ready: 45 * time.Second, start: postgresContainer})
+	registerKind(KindPostgres, kind{
+		localLogin: func(int) SQLLogin { return localPgAdmin },
+		appName:    true,
+		// A server restarted after SIGKILL recovers first (it fsyncs its data dir and replays the
+		// WAL): on this loaded 2-core machine that took more than 15 s in 2 of 21 restarts.
+		ready:       45 * time.Second,
+		container:   &Container{Image: func(s Spec) string { return s.PostgresImage }, Port: pgPort, Reuse: true, User: "postgres", Ready: 45 * time.Second, start: postgresContainer},
+		wireSupport: "not parsed: the PostgreSQL protocol (its faults act at the harness's cs: points, and session-kill at the server)",
+		ping:        pgPing,
+		login:       pgLogin,
+		external:    oneExternalServer(KindPostgres, Postgres),
+	})
 	registerTopology(Postgres, topology{
 		nodes:        oneServer(Postgres),
 		needs:        pgRequirements,
@@ -136,9 +147,6 @@ func (c *topo) newPgNode(name string, port int, mkData func(dir string, cred *sy
 		return append(argv, flags...)
 	}
 	nd := c.newNode(name, KindPostgres, []int{port}, server{argv: argv, cred: cred, extra: flags})
-	// A server restarted after SIGKILL recovers first (it fsyncs its data dir and replays the
-	// WAL): on this loaded 2-core machine that took more than 15 s in 2 of 21 restarts.
-	nd.readyTimeout = 45 * time.Second
 	nd.ready = func(ctx context.Context) error {
 		if initErr != nil {
 			return initErr
@@ -304,4 +312,23 @@ func pgStandbyScript(host, port, postgres string) string {
 		`[ -e "$d/lockchaos-standby" ] || { : > "$d/standby.signal" && : > "$d/lockchaos-standby"; } || exit 1; ` +
 		`else d=` + backup + `; [ -s $d/PG_VERSION ] || { pg_basebackup -h ` + host + ` -p ` + port + ` -U ` + PostgresUser +
 		` -D $d -X stream --checkpoint=fast && : > $d/standby.signal; } || exit 1; fi; exec ` + postgres + ` -D "$d"`
+}
+
+// pgLogin fills a cluster file's PostgreSQL login with libpq's defaults: the user postgres, the
+// database the user's name, sslmode disable.
+func pgLogin(n *ExternalNode) error {
+	if n.User == "" {
+		n.User = PostgresUser
+	}
+	if n.Database == "" {
+		n.Database = n.User
+	}
+	switch n.SSLMode {
+	case "":
+		n.SSLMode = "disable"
+	case "disable", "allow", "prefer", "require", "verify-ca", "verify-full":
+	default:
+		return fmt.Errorf("sslmode %q (use disable, allow, prefer, require, verify-ca or verify-full)", n.SSLMode)
+	}
+	return nil
 }

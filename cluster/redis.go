@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -34,7 +36,20 @@ const redisPort = 6379
 
 func init() {
 	// A restarted redis container is a fresh one: empty, as a restarted server without fsync.
-	registerContainer(KindRedis, Container{Image: redisImage, Port: redisPort, Ready: 15 * time.Second, start: redisContainer})
+	registerKind(KindRedis, kind{
+		argv:        redisArgv,
+		ready:       10 * time.Second,
+		container:   &Container{Image: redisImage, Port: redisPort, Ready: 15 * time.Second, start: redisContainer},
+		wire:        protoRESP,
+		wireSupport: "Redis RESP2/RESP3 (EVAL and EVALSHA with their keys)",
+		ping:        func(ctx context.Context, addr string, _ SQLLogin) error { return redisPing(ctx, addr) },
+		external: func(n int) (string, error) {
+			if n == 1 {
+				return RedisSingle, nil
+			}
+			return RedisMulti, nil // independent masters (Redlock)
+		},
+	})
 	registerTopology(RedisSingle, topology{
 		nodes:      func(int) (int, error) { return 1, nil }, // Spec.Nodes is ignored
 		needs:      redisNeeds,
@@ -138,4 +153,17 @@ func redisContainer(_ ContainerEnv, n *node, restart bool) (cmd, env []string) {
 	}
 	lines = append(lines, n.srv.conf...)
 	return append([]string{"redis-server"}, redisArgs(lines)...), nil
+}
+
+// redisArgv writes a local redis-server's config: redisConfig, and at its first start the node's
+// first lines (a replica's replicaof).
+func redisArgv(m *process, restart bool) ([]string, error) {
+	lines := redisConfig(m.n.ports[0], m.dir)
+	if !restart {
+		lines = append(lines, m.n.srv.first...)
+	}
+	// A replica that did a full sync may have left an RDB file behind; a restart is empty.
+	_ = os.Remove(filepath.Join(m.dir, "dump.rdb"))
+	path, err := writeConfig(m.dir, "redis.conf", lines)
+	return []string{redisServerBin, path}, err
 }

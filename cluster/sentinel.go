@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"time"
 )
@@ -17,7 +18,16 @@ const sentinelPort = 26379
 
 func init() {
 	// Sentinel's config is its state: Restart starts the same container again.
-	registerContainer(KindSentinel, Container{Image: redisImage, Port: sentinelPort, Reuse: true, start: sentinelContainer})
+	registerKind(KindSentinel, kind{
+		argv:        sentinelArgv,
+		container:   &Container{Image: redisImage, Port: sentinelPort, Reuse: true, start: sentinelContainer},
+		wire:        protoRESP,
+		wireSupport: "Redis RESP2/RESP3",
+		ping:        func(ctx context.Context, addr string, _ SQLLogin) error { return redisPing(ctx, addr) },
+		// The sentinels come with the master and its replicas, which they find.
+		external: func(int) (string, error) { return RedisSentinel, nil },
+		beside:   KindRedis,
+	})
 	registerTopology(RedisSentinel, topology{
 		nodes: func(int) (int, error) { return 2, nil }, // the master and its replica; Spec.Nodes is ignored
 		needs: func() []Requirement {
@@ -248,4 +258,20 @@ func sentinelContainer(e ContainerEnv, n *node, _ bool) (cmd, env []string) {
 	script := "[ -f /tmp/sentinel.conf ] || printf '%s\\n' " + strings.Join(quoted, " ") +
 		" > /tmp/sentinel.conf; exec redis-server /tmp/sentinel.conf --sentinel"
 	return []string{"sh", "-c", script}, nil
+}
+
+// sentinelArgv writes a local sentinel's config. Sentinel rewrites its config file (it is its
+// state), so each has its own, written fresh on the first start and kept on Restart: a restarted
+// sentinel remembers what it knew.
+func sentinelArgv(m *process, restart bool) ([]string, error) {
+	n := m.n
+	path := m.dir + "/sentinel.conf"
+	if restart {
+		if _, err := os.Stat(path); err == nil {
+			return []string{redisSentinelBin, path}, nil
+		}
+	}
+	host, mport, _ := strings.Cut(n.srv.master.inner, ":")
+	path, err := writeConfig(m.dir, "sentinel.conf", sentinelConfig(n.ports[0], m.dir, host, mport, n.srv.downAfter))
+	return []string{redisSentinelBin, path}, err
 }

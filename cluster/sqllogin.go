@@ -46,31 +46,28 @@ func (l SQLLogin) MySQLConfig(addr string) *mysql.Config {
 }
 
 // sqlLogin is client's login to the topology's SQL server (client 0: the harness's own), or nil
-// when the topology has none. On an external server every client logs in as the cluster file
-// says, its PostgreSQL sessions tagged with the run's prefix.
+// when the topology has none: the kind's own (kind.localLogin) on a server lockchaos started, the
+// cluster file's on an external one, where PostgreSQL sessions are tagged with the run's prefix.
 func (c *topo) sqlLogin(client int) *SQLLogin {
-	kind := topologyRegistry[c.spec.Topology].sql
-	if kind == "" {
+	sql := topologyRegistry[c.spec.Topology].sql
+	if sql == "" {
 		return nil
 	}
 	who := fmt.Sprintf("client-%d", client)
 	if client == 0 {
 		who = "harness"
 	}
+	k := kinds[sql]
+	var l SQLLogin
+	app := "lockchaos-" + who // ClientAppName(client) for a client
 	if f := c.spec.External; f != nil {
-		l := f.Nodes[0].Login()
-		if kind == KindPostgres {
-			l.AppName = ProxyPrefix + c.be.runID() + "-" + who
-		}
-		return &l
+		l = f.Nodes[0].Login()
+		app = ProxyPrefix + c.be.runID() + "-" + who
+	} else {
+		l = k.localLogin(client)
 	}
-	if kind == KindMariaDB {
-		if client == 0 {
-			return &SQLLogin{User: MariaDBAdmin}
-		}
-		return &SQLLogin{User: MariaDBClientUser(client)}
+	if k.appName {
+		l.AppName = app
 	}
-	l := localPgAdmin
-	l.AppName = "lockchaos-" + who // ClientAppName(client) for a client
 	return &l
 }

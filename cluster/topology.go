@@ -21,7 +21,7 @@ type topology struct {
 	// -version`, and so that doctor may report what a start can do without (slf4j-simple).
 	doctor func() []Requirement
 	// containers lists the kinds of server the topology runs, when the docker backend runs it
-	// (each registered with registerContainer, its image there); nil: it runs on the local
+	// (each registered with registerKind, its container there); nil: it runs on the local
 	// backend only (server.argv).
 	containers []Kind
 	// start adds and launches the data nodes (local and docker backends; the external backend's

@@ -28,7 +28,7 @@ func TestTopologiesRegistered(t *testing.T) {
 		}
 		images := Spec{RedisImage: "r", ZooKeeperImage: "z", PostgresImage: "p", MariaDBImage: "m", EtcdImage: "e"}
 		for _, kind := range tp.containers {
-			if c, ok := containers[kind]; !ok || c.Image == nil || c.Image(images) == "" || c.start == nil || c.Port == 0 {
+			if c, ok := ContainerOf(kind); !ok || c.Image == nil || c.Image(images) == "" || c.start == nil || c.Port == 0 {
 				t.Errorf("%s runs %s servers on docker, but no container with an image, a port and a start is registered for them", name, kind)
 			}
 		}
@@ -36,5 +36,49 @@ func TestTopologiesRegistered(t *testing.T) {
 	want := []string{RedisSingle, RedisMulti, RedisSentinel, ZooKeeper, Etcd}
 	if !slices.Equal(Topologies[:len(want)], want) {
 		t.Errorf("Topologies = %v, want it to start with %v", Topologies, want)
+	}
+}
+
+// TestKindsRegistered: the kinds a cluster file may list make registered topologies, alone or with
+// the kind they come with; every kind says what its wire points parse; the topologies' containers
+// and SQL servers are registered kinds.
+func TestKindsRegistered(t *testing.T) {
+	for name, tp := range topologyRegistry {
+		for _, k := range append(slices.Clone(tp.containers), tp.sql) {
+			if _, ok := kinds[k]; k != "" && !ok {
+				t.Errorf("%s runs %s servers, an unregistered kind", name, k)
+			}
+		}
+		if tp.sql != "" && kinds[tp.sql].localLogin == nil {
+			t.Errorf("%s's clients log in to %s, whose kind gives no login", name, tp.sql)
+		}
+	}
+	external := kindsWhere(func(k kind) bool { return k.ping != nil })
+	if !slices.Contains(external, KindRedis) || !slices.Contains(external, KindPostgres) || slices.Contains(external, KindPgBouncer) {
+		t.Errorf("a cluster file may list %v: want redis and postgres, not pgbouncer", external)
+	}
+	for _, k := range external {
+		nodes := []ExternalNode{{Name: "a", Kind: k}}
+		if with := kinds[k].beside; with != "" {
+			if _, err := (&ExternalFile{Nodes: nodes}).Topology(); err == nil {
+				t.Errorf("a cluster file of %s nodes alone, without the %s nodes they come with, makes a topology", k, with)
+			}
+			nodes = append(nodes, ExternalNode{Name: "b", Kind: with})
+		}
+		topology, err := (&ExternalFile{Nodes: nodes}).Topology()
+		if _, ok := topologyRegistry[topology]; err != nil || !ok {
+			t.Errorf("a cluster file of %v: topology %q, %v; want a registered one", nodes, topology, err)
+		}
+	}
+	wire := WireSupport()
+	for k := range kinds {
+		if wire[string(k)] == "" {
+			t.Errorf("lockchaos list says nothing of %s's wire points", k)
+		}
+	}
+	for k, proto := range map[Kind]string{KindRedis: protoRESP, KindSentinel: protoRESP, KindZooKeeper: protoZooKeeper, KindEtcd: "", KindPostgres: ""} {
+		if got := wireProto(k); got != proto {
+			t.Errorf("wireProto(%s) = %q, want %q", k, got, proto)
+		}
 	}
 }

@@ -185,29 +185,6 @@ const (
 	protoZooKeeper = "zookeeper"
 )
 
-// wireProto is the protocol a node of kind k speaks on its client links, "" when lockchaos does
-// not parse it (etcd's gRPC: DESIGN.md §14).
-func wireProto(k Kind) string {
-	switch k {
-	case KindRedis, KindSentinel:
-		return protoRESP
-	case KindZooKeeper:
-		return protoZooKeeper
-	}
-	return ""
-}
-
-// WireSupport says, for each kind of server lockchaos runs, which protocol its wire points parse
-// on the client links, or why none (DESIGN.md §14), as `lockchaos list` shows it.
-func WireSupport() map[string]string {
-	return map[string]string{
-		string(KindRedis):     "Redis RESP2/RESP3 (EVAL and EVALSHA with their keys)",
-		string(KindSentinel):  "Redis RESP2/RESP3",
-		string(KindZooKeeper): "ZooKeeper's framing (connect, requests by opcode and path, replies by xid, watch events)",
-		string(KindEtcd):      "not parsed: etcd speaks gRPC over HTTP/2, not parsed until measured as cheap (its slow-release and latency are timed faults on its links)",
-	}
-}
-
 // ErrWireUnsupported is returned for a wire point on a link lockchaos does not parse.
 var ErrWireUnsupported = errors.New("wire points unsupported")
 

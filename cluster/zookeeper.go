@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -26,7 +28,16 @@ const zkClientPort = 2181
 
 func init() {
 	// A member's data dir is its state: Restart starts the same container again.
-	registerContainer(KindZooKeeper, Container{Image: func(s Spec) string { return s.ZooKeeperImage }, Port: zkClientPort, Reuse: true, Ready: 40 * time.Second, start: zooKeeperContainer})
+	registerKind(KindZooKeeper, kind{
+		argv:        zooKeeperArgv,
+		ports:       3, // the client port, the quorum's and the election's
+		ready:       30 * time.Second,
+		container:   &Container{Image: func(s Spec) string { return s.ZooKeeperImage }, Port: zkClientPort, Reuse: true, Ready: 40 * time.Second, start: zooKeeperContainer},
+		wire:        protoZooKeeper,
+		wireSupport: "ZooKeeper's framing (connect, requests by opcode and path, replies by xid, watch events)",
+		ping:        func(ctx context.Context, addr string, _ SQLLogin) error { return zkServing(ctx, addr) },
+		external:    externalMembers(KindZooKeeper, ZooKeeper),
+	})
 	registerTopology(ZooKeeper, topology{
 		nodes: func(n int) (int, error) {
 			if n == 0 {
@@ -177,4 +188,43 @@ func zooKeeperContainer(e ContainerEnv, n *node, _ bool) (cmd, env []string) {
 		env = append(env, "ZOO_SERVERS="+strings.Join(servers, " "))
 	}
 	return nil, env
+}
+
+// zooKeeperArgv writes a member's myid and zoo.cfg for the local backend; its data dir survives a
+// restart.
+func zooKeeperArgv(m *process, _ bool) ([]string, error) {
+	n, b := m.n, m.b
+	data := filepath.Join(m.dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(data, "myid"), []byte(fmt.Sprintf("%d\n", n.srv.id)), 0o644); err != nil {
+		return nil, err
+	}
+	lines := []string{
+		fmt.Sprintf("tickTime=%d", b.spec.ZKTickTime.Milliseconds()),
+		"initLimit=10",
+		"syncLimit=5",
+		"dataDir=" + data,
+		fmt.Sprintf("clientPort=%d", n.ports[0]),
+		"clientPortAddress=127.0.0.1",
+		"admin.enableServer=false",
+		"4lw.commands.whitelist=*",
+		// Let clients ask for session timeouts of many ticks (default max is 20 ticks).
+		"maxSessionTimeout=60000",
+	}
+	if len(n.srv.ensemble) > 1 {
+		for _, e := range n.srv.ensemble {
+			lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", e.srv.id, e.ports[1], e.ports[2]))
+		}
+	}
+	cfg, err := writeConfig(m.dir, "zoo.cfg", lines)
+	argv := append([]string{javaBin}, zkJVMFlags...)
+	if f := zkArchiveFlag(); f != "" {
+		argv = append(argv, f)
+	}
+	argv = append(argv, "-Dzookeeper.log.dir="+m.dir,
+		"-cp", zookeeperJar+":"+slf4jSimpleJar,
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg)
+	return argv, err
 }
