@@ -57,24 +57,27 @@ SERVERLESS = ./checker ./cluster/wire ./history ./internal/benchmd ./internal/hi
 LONGEST = ./internal/runner ./cmd/lockchaos ./internal/explore ./internal/soak ./harness ./cluster ./cluster/docker ./algorithms
 MODULE = github.com/lockchaos/lockchaos
 WITH_SERVERS = $(LONGEST) $(filter-out $(patsubst ./%,$(MODULE)/%,$(SERVERLESS) $(LONGEST)),$(shell $(GO) list ./...))
+TEST_FLAGS = -race -count=1 -vet=off
 TEST_ENV = LOCKCHAOS_REQUIRE_SERVERS=1 LOCKCHAOS_REQUIRE_BROWSER=1 LOCKCHAOS_REQUIRE_DOCKER=1
 
-# Every test binary is compiled before any test runs, so that no compile loads the timed tests.
+# Every test package is compiled with -race before any test runs, so that no compile loads the
+# timed tests (go list -export compiles without linking: go test links its binaries again anyway).
+# The tests skip go test's own vet (-vet=off): make vet, before, runs every analyzer it would.
 # The server tests wait on servers and faults more than they compute: beside them, at nice 19 (it
 # takes only the CPU they leave), fuzz-build compiles the fuzz tests' instrumented packages, which
 # the build cache then holds for the fuzzing. The CPU-bound steps (the server-free tests and the
 # brief fuzzing) run side by side; the selftest's cells wait on their faults, four at a time.
 test: deps images clients vet build ## install what the tests need, run every test (real servers, Docker, a real browser) with -race, each fuzz test briefly, then the selftest once
-	$(GO) test -race -count=1 -exec /bin/true ./... > /dev/null
+	$(GO) list -race -test -export ./... > /dev/null
 	@nice -n 19 $(MAKE) --no-print-directory fuzz-build > /dev/null 2>&1 & warm=$$!; \
-	echo "$(TEST_ENV) $(GO) test -race -count=1 -p 3 -timeout 40m <the packages with servers>"; \
-	$(TEST_ENV) $(GO) test -race -count=1 -p 3 -timeout 40m $(WITH_SERVERS); rc=$$?; \
+	echo "$(TEST_ENV) $(GO) test $(TEST_FLAGS) -p 3 -timeout 40m <the packages with servers>"; \
+	$(TEST_ENV) $(GO) test $(TEST_FLAGS) -p 3 -timeout 40m $(WITH_SERVERS); rc=$$?; \
 	wait $$warm; exit $$rc
 	$(MAKE) --no-print-directory -j 2 --output-sync=target test-serverless fuzz FUZZTIME=5s
 	$(BIN) selftest --parallel 4 --out $(OUT)/selftest
 
 test-serverless:
-	LOCKCHAOS_NO_SERVERS=1 LOCKCHAOS_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -p 2 -timeout 20m $(SERVERLESS)
+	LOCKCHAOS_NO_SERVERS=1 LOCKCHAOS_REQUIRE_SERVERS=1 $(GO) test $(TEST_FLAGS) -p 2 -timeout 20m $(SERVERLESS)
 
 test-short: ## unit tests only: no server starts (LOCKCHAOS_NO_SERVERS=1 makes every cluster refuse)
 	LOCKCHAOS_NO_SERVERS=1 $(GO) test -short -count=1 ./...
