@@ -31,7 +31,11 @@ func TestPostgresCells(t *testing.T) {
 			}},
 		{name: "pgbouncer/pg-advisory-xact", alg: "pg-advisory-xact", topology: "postgres-pgbouncer", want: checker.Safe},
 		{name: "session-kill/pg-advisory", alg: "pg-advisory", faults: kill, want: checker.Unsafe, check: askedAndDidNotWrite},
-		{name: "session-kill/pg-advisory-no-valid", alg: "pg-advisory-no-valid", faults: kill, want: checker.Unsafe, check: wroteIntoTheNextLock},
+		// The holder that does not ask reads, holds and writes; the next holder must read before
+		// that write for it to be lost. With a 10 ms hold a loaded make test once had the waiter
+		// read after it (unsafe, 1 illegal grant, 0 lost updates): 100 ms gives the grant room.
+		{name: "session-kill/pg-advisory-no-valid", alg: "pg-advisory-no-valid", faults: kill, hold: 100 * time.Millisecond,
+			want: checker.Unsafe, check: wroteIntoTheNextLock},
 	})
 }
 
@@ -67,6 +71,7 @@ type sqlCell struct {
 	name, alg, topology string
 	faults              []faults.Spec
 	fencing             bool
+	hold                time.Duration // the workload's hold, if not the standard 10 ms
 	want                checker.Verdict
 	check               func(t *testing.T, r *checker.Result)
 }
@@ -79,7 +84,14 @@ func runSQLCells(t *testing.T, cells []sqlCell) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := run(t, harness.Config{Algorithm: tc.alg, Scenario: tc.name, Topology: tc.topology, Seed: 1,
 				Duration: 2 * time.Second, StuckAfter: 1500 * time.Millisecond, Faults: tc.faults,
-				Workload: func() harness.Workload { w := std; w.Fencing = tc.fencing; return w }()})
+				Workload: func() harness.Workload {
+					w := std
+					w.Fencing = tc.fencing
+					if tc.hold > 0 {
+						w.Hold = tc.hold
+					}
+					return w
+				}()})
 			t.Logf("%s: %s, %d acquires, %d illegal grants, %d lost updates, evidence %s", tc.name, r.Verdict,
 				r.AcquiresOk, r.ServiceViolations, r.LostUpdates, r.Evidence)
 			if r.Verdict != tc.want {
