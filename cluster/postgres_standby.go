@@ -38,6 +38,7 @@ func init() {
 		replication:  func(c *topo, _ context.Context) (string, error) { return c.replMaster, nil },
 		failover:     (*topo).pgFailover,
 		killSessions: pgKillSessions,
+		idleTimeout:  true, // both servers run newPgNode's flags, the idle timeouts among them
 		sql:          KindPostgres,
 		endpoints:    func(_ *topo, e *Endpoints) { e.MultiHost = true },
 	})

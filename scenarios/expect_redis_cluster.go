@@ -14,19 +14,27 @@ package scenarios
 // restart is Us ≈2.1 s in: a restarted master waits 2 s (Redis's CLUSTER_WRITABLE_DELAY) before
 // its cluster_state is ok and it serves again, empty.
 func init() {
+	// node-kill: the cluster promotes the slot's replica 0.9–1.4 s after the kill
+	// (cluster-node-timeout 500 ms, the FAIL gossip, the replica's 500–1000 ms election delay),
+	// which the catalogue's 1.5 s stuck limit cut in 2 of 20 quiet runs and 7 of 20 loaded ones
+	// (2026-11-28): a failover working as designed, not a lock stuck. 2.5 s here, and 4 s runs.
+	vary("node-kill", "@redis-cluster", Variant{Workload: Workload{StuckAfter: ms(2500), Duration: ms(4000)}})
 	ExpectOn("token", "redis-cluster", map[string]string{
-		"baseline":       "S",
-		"client-crash":   "S: the dead holder's key expires",
-		"client-pause":   "Uc: Kleppmann's GC pause",
-		"clock-skew":     "S: the lease is the server's",
-		"slow-release":   "S: compare-and-delete",
-		"failover":       "Us: the promoted replica never saw the key (replication cut from the start, seed 003 master/slave table)",
-		"restart":        "Us: the slot's master restarts empty (faster than cluster-node-timeout: no failover) and its replica resyncs from it",
-		"clock-jump":     "Us: the key expires early on the master, and the expiry replicates",
-		"partition":      "S: the careful client's validity check stops the late write",
-		"latency":        "S",
-		"getset-race":    na("the race is GETSET's own"),
-		"node-kill":      "S: the kill at 500 ms finds the key replicated (loopback replication takes microseconds); the replica is promoted with it and grants resume ≈1.5 s later (failover forces the lag)",
-		"zk-leader-kill": na("a ZooKeeper scenario"),
+		"baseline":              "S",
+		"client-crash":          "S: the dead holder's key expires",
+		"client-pause":          "Uc: Kleppmann's GC pause",
+		"clock-skew":            "S: the lease is the server's",
+		"slow-release":          "S: compare-and-delete",
+		"failover":              "Us: the promoted replica never saw the key (replication cut from the start, seed 003 master/slave table)",
+		"restart":               "Us: the slot's master restarts empty (faster than cluster-node-timeout: no failover) and its replica resyncs from it",
+		"clock-jump":            "Us: the key expires early on the master, and the expiry replicates",
+		"partition":             "S: the careful client's validity check stops the late write",
+		"latency":               "S",
+		"getset-race":           na("the race is GETSET's own"),
+		"node-kill":             "S: the kill at 500 ms finds the key replicated (loopback replication takes microseconds); the replica is promoted with it and grants resume ≈1.5 s later (failover forces the lag)",
+		"zk-leader-kill":        na("a ZooKeeper scenario"),
+		"session-kill":          na("Redis Cluster has no session the lock lives in"),
+		"server-idle-timeout":   na("Redis Cluster has no session the lock lives in"),
+		"pgbouncer-transaction": na("not a PostgreSQL lock"),
 	})
 }
