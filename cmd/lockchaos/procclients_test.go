@@ -258,6 +258,8 @@ func TestKilledHarnessLeavesNoClient(t *testing.T) {
 	script := testdata(t, "stubborn.py")
 	cmd := exec.Command(bin, "run", "--client-cmd", script, "--topology", "redis-single", "--scenario", "baseline",
 		"--duration", "60s", "--out", t.TempDir(), "--quiet")
+	// The killed harness cannot remove its run dir: it goes under the test's own temp dir.
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
