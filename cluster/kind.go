@@ -91,7 +91,7 @@ func listed(ks []Kind, last string) string {
 	return strings.Join(s[:len(s)-1], ", ") + " " + last + " " + s[len(s)-1]
 }
 
-// ports is how many ports a local server of kind k listens on.
+// localPorts is how many ports a local server of kind k listens on.
 func (k Kind) localPorts() int { return max(kinds[k].ports, 1) }
 
 // readyTimeout bounds the local backend's wait for a started server of kind k to answer.
