@@ -38,7 +38,9 @@ type Spec struct {
 	// client faults), "others" (all but the trigger), "all", or a list "1,3" or range "2-5".
 	Clients string `yaml:"clients,omitempty" json:"clients,omitempty"`
 	// Nodes selects target nodes: "all", "master", "leader", "replication" (the replica's link
-	// to the master), "minority" (the first ⌊(n−1)/2⌋ data nodes), or names "redis-1,redis-2".
+	// to the master), "minority" (the first ⌊(n−1)/2⌋ data nodes), "random" (one data node),
+	// "random-majority" (one of the data nodes "minority" leaves out: those a client cut off
+	// from the minority still reaches), or names "redis-1,redis-2".
 	Nodes string `yaml:"nodes,omitempty" json:"nodes,omitempty"`
 
 	// Amount is the fault's size: latency, clock offset or clock jump.

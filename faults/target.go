@@ -131,6 +131,9 @@ func selectNodes(ctx context.Context, c cluster.Cluster, sel string, pick uint64
 		return data[:(len(data)-1)/2], nil
 	case "random":
 		return []string{data[pick%uint64(len(data))]}, nil
+	case "random-majority":
+		rest := data[(len(data)-1)/2:]
+		return []string{rest[pick%uint64(len(rest))]}, nil
 	}
 	known := map[string]bool{}
 	for _, n := range c.Nodes() {
@@ -140,7 +143,7 @@ func selectNodes(ctx context.Context, c cluster.Cluster, sel string, pick uint64
 	for _, name := range strings.Split(sel, ",") {
 		name = strings.TrimSpace(name)
 		if !known[name] {
-			return nil, fmt.Errorf("nodes %q: no node %q in this cluster (nodes: %s; or all, master, leader, minority, random, replication)", sel, name, strings.Join(data, ", "))
+			return nil, fmt.Errorf("nodes %q: no node %q in this cluster (nodes: %s; or all, master, leader, minority, random, random-majority, replication)", sel, name, strings.Join(data, ", "))
 		}
 		out = append(out, name)
 	}

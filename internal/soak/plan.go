@@ -30,6 +30,12 @@ type faultTemplate struct {
 	// still at work, as the catalogue's restart, clock-jump and partition need; the standard
 	// workload's 10 ms holds are over before a takeover. Its name in the plan is longHold.
 	worksOn bool
+	// atGrant, for a fault that may strike at a client's grant (cs:acquired), draws one that does:
+	// the grant of any client (Skip from 0 to 2) when the fault comes alone; the plan sets Client
+	// and Skip 0 when it follows another fault onto that fault's victim (see NewPlan).
+	atGrant func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec
+	// onNode: the fault strikes one of the servers (Nodes), not the client's links or session.
+	onNode bool
 	// settle, for a fault on a server, is how long after it healed the next server fault waits:
 	// a server being restarted cannot also be paused (the fault would fail to inject, and a run
 	// whose planned fault failed proves nothing with it), and a restarted ensemble needs its
@@ -88,14 +94,11 @@ var templates = []faultTemplate{
 	}},
 	{name: "partition", on: everywhere, draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// One client cut off from every node, at a moment or right after it acquired.
-		s := faults.Spec{Kind: "partition", At: faults.Duration(at), For: between(rng, 0.5, 3, p.lease)}
 		if rng.IntN(2) == 0 {
-			s.Point, s.Clients = "cs:acquired", "trigger"
-		} else {
-			s.Clients = client(rng, p.clients)
+			return partitionAtGrant(rng, at, p)
 		}
-		return s
-	}, worksOn: true},
+		return faults.Spec{Kind: "partition", At: faults.Duration(at), Clients: client(rng, p.clients), For: between(rng, 0.5, 3, p.lease)}
+	}, atGrant: partitionAtGrant, worksOn: true},
 	{name: "partition-minority", on: onlyOn("only a quorum of several nodes can be cut in part", quorumTopologies...), draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// A partial partition: one client cut off from a minority of the nodes, still reaching a
 		// majority — a quorum lock it takes meanwhile rests on a bare majority, as in Kleppmann's
@@ -137,14 +140,14 @@ var templates = []faultTemplate{
 		// at once while a client holds the lock (at its grant; the holder works on when the node
 		// is back, as the catalogue's restart does), the moment a restart is dangerous.
 		if rng.IntN(2) == 0 {
-			return faults.Spec{Kind: "restart", At: faults.Duration(at), Point: "cs:acquired", Skip: rng.IntN(3), Nodes: "random"}
+			return restartAtGrant(rng, at, p)
 		}
 		return faults.Spec{Kind: "restart", At: faults.Duration(at), Nodes: "random", For: between(rng, 0.2, 2, p.lease)}
-	}, worksOn: true, settle: 5 * time.Second},
+	}, atGrant: restartAtGrant, onNode: true, worksOn: true, settle: 5 * time.Second},
 	{name: "pause-server", on: notOn("its servers are not paused by lockchaos", "postgres-pgbouncer"), draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// A node stopped (SIGSTOP: a VM or GC stall), then resumed.
 		return faults.Spec{Kind: "pause-server", At: faults.Duration(at), Nodes: "random", For: between(rng, 0.3, 2, p.lease)}
-	}, settle: time.Second},
+	}, onNode: true, settle: time.Second},
 	{name: "clock-skew", on: everywhere, draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// One client's clock off by up to 3 TTLs, either way, for a while.
 		amount := between(rng, 0.5, 3, p.ttl)
@@ -158,17 +161,47 @@ var templates = []faultTemplate{
 		draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 			// A node's wall clock jumps forward: its keys expire early. At a moment, or right
 			// after a client acquired (the moment its key's early expiry does harm).
-			s := faults.Spec{Kind: "clock-jump", At: faults.Duration(at), Nodes: "random", Amount: between(rng, 0.3, 1.5, p.ttl)}
 			if rng.IntN(2) == 0 {
-				s.Point, s.Skip = "cs:acquired", rng.IntN(3)
+				return clockJumpAtGrant(rng, at, p)
 			}
-			return s
-		}, worksOn: true, settle: time.Second},
+			return faults.Spec{Kind: "clock-jump", At: faults.Duration(at), Nodes: "random", Amount: between(rng, 0.3, 1.5, p.ttl)}
+		}, atGrant: clockJumpAtGrant, onNode: true, worksOn: true, settle: time.Second},
 	{name: "session-kill", on: onlyOn("only a SQL server ends a client's session here", "postgres", "postgres-pgbouncer", "mariadb"),
-		draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
-			// The server ends the holder's session (an admin's kill, an idle timeout).
-			return faults.Spec{Kind: "session-kill", At: faults.Duration(at), Point: "cs:acquired", Skip: rng.IntN(3)}
-		}, worksOn: true},
+		// The server ends the holder's session (an admin's kill, an idle timeout).
+		draw: sessionKillAtGrant, atGrant: sessionKillAtGrant, worksOn: true},
+}
+
+// The faults that may strike at a client's grant, drawn there.
+
+func partitionAtGrant(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+	return faults.Spec{Kind: "partition", At: faults.Duration(at), Point: "cs:acquired", Skip: rng.IntN(3), Clients: "trigger",
+		For: between(rng, 0.5, 3, p.lease)}
+}
+
+func restartAtGrant(rng *rand.Rand, at time.Duration, _ sizes) faults.Spec {
+	return faults.Spec{Kind: "restart", At: faults.Duration(at), Point: "cs:acquired", Skip: rng.IntN(3), Nodes: "random"}
+}
+
+func clockJumpAtGrant(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+	return faults.Spec{Kind: "clock-jump", At: faults.Duration(at), Point: "cs:acquired", Skip: rng.IntN(3), Nodes: "random",
+		Amount: between(rng, 0.3, 1.5, p.ttl)}
+}
+
+func sessionKillAtGrant(rng *rand.Rand, at time.Duration, _ sizes) faults.Spec {
+	return faults.Spec{Kind: "session-kill", At: faults.Duration(at), Point: "cs:acquired", Skip: rng.IntN(3)}
+}
+
+// victimOf is the one client a timed fault acts on (a partition, a partial one, latency, clock
+// skew of client 3: 3), or 0.
+func victimOf(f faults.Spec) int {
+	if f.Point != "" || f.Wire != nil {
+		return 0
+	}
+	c, err := strconv.Atoi(f.Clients)
+	if err != nil {
+		return 0
+	}
+	return c
 }
 
 // longHold names, in a plan, the holder's work a worksOn occurrence comes with.
@@ -178,7 +211,7 @@ const longHold = "long-hold"
 // client's same grant triggers both (the nemesis fires a point's faults in the plan's order: f
 // first, then the stall holds the holder).
 func holdOn(rng *rand.Rand, f faults.Spec, p sizes) faults.Spec {
-	return faults.Spec{Kind: "client-stall", At: f.At, Point: f.Point, Skip: f.Skip, For: between(rng, 0.3, 2, p.lease)}
+	return faults.Spec{Kind: "client-stall", At: f.At, Point: f.Point, Client: f.Client, Skip: f.Skip, For: between(rng, 0.3, 2, p.lease)}
 }
 
 // TemplateNames lists the fault names --faults takes.
@@ -300,22 +333,66 @@ func NewPlan(seed int64, d time.Duration, rate float64, kinds []string, infos []
 		name string
 	}
 	var all []drawn
-	for at := time.Second + time.Duration(rng.ExpFloat64()*float64(mean)); at < last; at += time.Duration(rng.ExpFloat64() * float64(mean)) {
-		t, _ := lookupTemplate(kinds[rng.IntN(len(kinds))])
-		f := t.draw(rng, at.Round(time.Millisecond), p)
+	// add puts f in the plan unless it is a server fault that cannot start before by: server
+	// faults one at a time, one that would overlap the last waits for it.
+	add := func(t faultTemplate, f *faults.Spec, by time.Duration) bool {
 		if t.settle > 0 {
-			// Server faults one at a time: one that would overlap the last waits for it.
 			if f.At.D() < serverFree {
 				f.At = faults.Duration(serverFree)
 			}
-			if f.At.D() >= last {
-				continue
+			if f.At.D() >= by {
+				return false
 			}
 			serverFree = f.At.D() + f.For.D() + t.settle
 		}
-		all = append(all, drawn{f, t.name})
+		all = append(all, drawn{*f, t.name})
+		return true
+	}
+	// The kinds that may follow another fault onto its victim's grant, and those of them that
+	// strike a node.
+	var atGrant, onNode []faultTemplate
+	for _, k := range kinds {
+		if t, _ := lookupTemplate(k); t.atGrant != nil {
+			atGrant = append(atGrant, t)
+			if t.onNode {
+				onNode = append(onNode, t)
+			}
+		}
+	}
+	for at := time.Second + time.Duration(rng.ExpFloat64()*float64(mean)); at < last; at += time.Duration(rng.ExpFloat64() * float64(mean)) {
+		t, _ := lookupTemplate(kinds[rng.IntN(len(kinds))])
+		f := t.draw(rng, at.Round(time.Millisecond), p)
+		if !add(t, &f, last) {
+			continue
+		}
 		if t.worksOn && f.Point == "cs:acquired" && rng.IntN(2) == 0 {
 			all = append(all, drawn{holdOn(rng, f, p), longHold})
+		}
+		// Two faults at once: a fault on one client (a partition, latency, clock skew) is, one
+		// time in two, followed by one at that client's first grant from then on — while the
+		// first lasts, or just after it healed — with the holder working on. A partial partition
+		// always is, by a fault on a node the client still reaches: alone it harms no quorum lock
+		// (the client takes a bare majority, or none), but a grant on a bare majority loses its
+		// majority to one node restarted empty or whose clock jumps — Kleppmann's Redlock
+		// failures — where a full majority's would not.
+		c := victimOf(f)
+		followers := atGrant
+		if f.Nodes == "minority" {
+			followers = onNode
+		} else if rng.IntN(2) != 0 {
+			continue
+		}
+		if c == 0 || len(followers) == 0 {
+			continue
+		}
+		ft := followers[rng.IntN(len(followers))]
+		g := ft.atGrant(rng, f.At.D()+time.Millisecond, p)
+		g.Client, g.Skip = c, 0
+		if f.Nodes == "minority" {
+			g.Nodes = "random-majority"
+		}
+		if add(ft, &g, min(f.At.D()+f.For.D(), last)) {
+			all = append(all, drawn{holdOn(rng, g, p), longHold})
 		}
 	}
 	slices.SortStableFunc(all, func(a, b drawn) int { return cmp.Compare(a.spec.At, b.spec.At) })

@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -47,8 +48,10 @@ func TestPlanFollowsTheSeed(t *testing.T) {
 	if c := NewPlan(8, 10*time.Minute, 12, kinds, is, 0, 0); reflect.DeepEqual(a.Faults, c.Faults) {
 		t.Fatal("seeds 7 and 8 drew the same plan")
 	}
-	if n := len(a.Faults); n < 90 || n > 150 {
-		t.Errorf("%d faults in 10 minutes at 12 a minute, want about 120", n)
+	// The rate counts the faults drawn on their own: not a holder's work at a grant, nor a fault
+	// that follows another onto its victim.
+	if n := len(slices.DeleteFunc(slices.Clone(a.Faults), func(f faults.Spec) bool { return f.Client != 0 || f.Kind == "client-stall" })); n < 90 || n > 150 {
+		t.Errorf("%d faults drawn on their own in 10 minutes at 12 a minute, want about 120", n)
 	}
 	if len(a.Drawn) != len(a.Faults) {
 		t.Fatalf("%d names for %d faults", len(a.Drawn), len(a.Faults))
@@ -162,6 +165,48 @@ func TestPlanHoldsOnAtGrants(t *testing.T) {
 	}
 	if jumpsAtGrant == 0 {
 		t.Errorf("10 minutes: no clock-jump at a grant")
+	}
+}
+
+// TestPlanComposesFaults: a fault on one client is, sometimes, followed by another at that
+// client's first grant from then on, drawn before the first heals, with the holder working on; a
+// partial partition is followed by a fault on a node the client still reaches. Ten minutes of
+// Redlock have such pairs, restarts or clock jumps after partial partitions among them.
+func TestPlanComposesFaults(t *testing.T) {
+	kinds, err := kindsFor(nil, []string{"redis-multi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := NewPlan(1, 10*time.Minute, 12, kinds, infos(t, "redlock"), 0, 0)
+	pairs, onBareMajority := 0, 0
+	for i, f := range pl.Faults {
+		if f.Client == 0 || f.Kind == "client-stall" {
+			continue
+		}
+		pairs++
+		if f.Point != "cs:acquired" || f.Skip != 0 {
+			t.Errorf("fault %d (%s) %+v follows another: want it at its victim's first grant (skip 0)", i+1, pl.Drawn[i], f)
+		}
+		// Its first fault: on that client, drawn before it and lasting past its start.
+		first := slices.IndexFunc(pl.Faults[:i], func(o faults.Spec) bool {
+			return o.Clients == strconv.Itoa(f.Client) && o.Point == "" && o.At <= f.At && f.At.D() < o.At.D()+o.For.D()
+		})
+		if first < 0 {
+			t.Errorf("fault %d (%s at %s on client %d's grant) follows no fault on that client", i+1, pl.Drawn[i], f.At, f.Client)
+			continue
+		}
+		if i+1 >= len(pl.Faults) || pl.Drawn[i+1] != longHold || pl.Faults[i+1].Client != f.Client || pl.Faults[i+1].At != f.At {
+			t.Errorf("fault %d (%s) follows fault %d: want its holder working on right after it in the plan", i+1, pl.Drawn[i], first+1)
+		}
+		if pl.Drawn[first] == "partition-minority" {
+			if f.Nodes != "random-majority" {
+				t.Errorf("fault %d (%s on nodes %q) after a partial partition: want a fault on a node the client reaches (random-majority)", i+1, f.Kind, f.Nodes)
+			}
+			onBareMajority++
+		}
+	}
+	if pairs == 0 || onBareMajority == 0 {
+		t.Errorf("10 minutes of Redlock: %d faults at a victim's grant, %d of them a node's after a partial partition: want some of each", pairs, onBareMajority)
 	}
 }
 
