@@ -36,3 +36,38 @@ func TestCellOn(t *testing.T) {
 		t.Errorf("token+wait × failover on redis-cluster: faults %+v, want the kill and the restart of redis-2", c.Faults)
 	}
 }
+
+// TestCellOnTopologiesThatCannotShowIt: a scenario that only some topologies' servers can show
+// (a session the harness ends, an idle timeout, a pooler) is n/a for a lock on any other, whether
+// chosen with --topology or its default — never a run that could not fail (a user's lock on
+// redis-cluster ran session-kill as unknown and pgbouncer-transaction as a plain, "safe",
+// baseline); on a topology that can show it the cell runs, with its expectation.
+func TestCellOnTopologiesThatCannotShowIt(t *testing.T) {
+	for _, tc := range []struct {
+		alg, scenario, topology string
+		na                      bool
+		expected                string
+	}{
+		{"user-token", "session-kill", "redis-cluster", true, ""},
+		{"user-token", "server-idle-timeout", "redis-cluster", true, ""},
+		{"user-token", "pgbouncer-transaction", "redis-cluster", true, ""},
+		{"pg-advisory", "pgbouncer-transaction", "postgres-standby", true, ""},
+		{"pg-advisory", "pgbouncer-transaction", "", false, "unsafe-service"},
+		{"pg-advisory", "session-kill", "postgres-standby", false, "unsafe-service"},
+		{"user-token", "partition", "redis-cluster", false, ""},
+	} {
+		c, err := must(tc.scenario).CellOn(tc.alg, tc.topology)
+		if err != nil {
+			t.Fatalf("%s × %s on %q: %v", tc.alg, tc.scenario, tc.topology, err)
+		}
+		if (c.NA != "") != tc.na || c.Expected != tc.expected {
+			t.Errorf("%s × %s on %q: n/a %q, expected %q; want n/a %v, expected %q", tc.alg, tc.scenario, tc.topology, c.NA, c.Expected, tc.na, tc.expected)
+		}
+	}
+	// An expectation of a run on a topology the scenario cannot run on is a table's mistake.
+	s := must("session-kill")
+	s.Expect = map[string]string{"token": "S: a Redis lock has no session"}
+	if _, err := s.CellOn("token", ""); err == nil {
+		t.Error("session-kill expected safe of token on redis-single: want an error (n/a is the only expectation there)")
+	}
+}

@@ -16,6 +16,9 @@ import (
 
 var _ = registerSQLScenarios()
 
+// sqlTopologies are those whose servers have sessions the harness can end or time out.
+var sqlTopologies = []string{"postgres", "postgres-standby", "postgres-pgbouncer", "mariadb"}
+
 func registerSQLScenarios() bool {
 	register(Scenario{
 		Name: "session-kill",
@@ -26,6 +29,7 @@ func registerSQLScenarios() bool {
 		Needs:      "a server that can end a client's sessions (postgres topologies, mariadb); the kill at cs:acquired",
 		Workload:   std.merge(Workload{StuckAfter: ms(1500)}),
 		Faults:     []faults.Spec{{Kind: "session-kill", Point: "cs:acquired"}},
+		Topologies: sqlTopologies,
 		Expect:     all(na("Redis and ZooKeeper locks have no server session the harness can end")),
 	})
 	// pgbouncer in transaction mode hands each transaction to any of its pooled server sessions
@@ -45,6 +49,7 @@ func registerSQLScenarios() bool {
 		Needs:      "transaction pooling with fewer server sessions than clients",
 		Workload:   std.merge(Workload{StuckAfter: ms(1500)}),
 		Variants:   map[string]Variant{"sql": {Topology: "postgres-pgbouncer"}},
+		Topologies: []string{"postgres-pgbouncer"},
 		Expect:     all(na("Redis and ZooKeeper locks do not go through a PostgreSQL pooler")),
 	})
 	// A server setting, not a fault: PostgreSQL's idle_session_timeout (and
@@ -59,6 +64,7 @@ func registerSQLScenarios() bool {
 		Reproduces: "DESIGN.md §15: the server's idle settings decide how soon a session, and its lock, is dropped",
 		Needs:      "a holder idle on its session for longer than the server's idle timeout",
 		Workload:   std.merge(Workload{Hold: ms(1500), ServerIdleTimeout: ms(1000), Duration: ms(3000), StuckAfter: ms(2500)}),
+		Topologies: sqlTopologies,
 		Expect:     all(na("Redis and ZooKeeper locks have no server session to time out")),
 	})
 	return true

@@ -97,6 +97,10 @@ type Scenario struct {
 
 	Workload Workload      `yaml:"workload,omitempty" json:"workload,omitempty"`
 	Faults   []faults.Spec `yaml:"faults,omitempty" json:"faults,omitempty"`
+	// Topologies, when set, are the only topologies whose servers can show what the scenario
+	// names (a session the harness can end, an idle timeout, a pooler): a cell on any other —
+	// a lock's default or one chosen with --topology — is n/a, not a run that could not fail.
+	Topologies []string `yaml:"topologies,omitempty" json:"topologies,omitempty"`
 	// Variants are keyed by algorithm name, or by family: "redis" (the single-node Redis locks),
 	// "redlock", "zookeeper". An algorithm's own entry wins over its family's.
 	Variants map[string]Variant `yaml:"variants,omitempty" json:"variants,omitempty"`
@@ -227,6 +231,20 @@ func (s Scenario) CellOn(algorithm, topology string) (Cell, error) {
 			code, ok = on, true
 		} else if topology != natural {
 			ok = false
+		}
+	}
+	if where := c.Topology; len(s.Topologies) > 0 && !slices.Contains(s.Topologies, where) {
+		if where == "" {
+			where = s.naturalTopology(keys, real)
+		}
+		if where != "" && !slices.Contains(s.Topologies, where) {
+			if ok && !strings.HasPrefix(code, "-") {
+				return c, fmt.Errorf("scenario %s: %s on %s is expected %q, but the scenario runs only on %s (write \"-: why\")",
+					s.Name, algorithm, where, code, strings.Join(s.Topologies, ", "))
+			}
+			if !ok {
+				code, ok = fmt.Sprintf("-: its servers (%s) cannot show it: it runs on %s", where, strings.Join(s.Topologies, ", ")), true
+			}
 		}
 	}
 	if !ok {
