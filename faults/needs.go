@@ -59,8 +59,9 @@ func (failover) needsOn(_ Spec, nodes []string) []string { return nodes[:min(1, 
 var linkNeed = []cluster.Control{cluster.ControlLinks}
 
 // Needs lists the controls fault s may use on the cluster's nodes (by name). A selector that is
-// resolved only when the fault fires (master, leader, minority, random, random-majority, all) may pick any node,
-// so it needs the control on every node; faults on a client's links need every node's link.
+// resolved only when the fault fires (master, leader, minority, random, random-majority, all) may
+// pick any node, so it needs the control on every node; faults on a client's links need every
+// node's link.
 func Needs(s Spec, nodes []string) []Need {
 	k, ok := kinds[s.Kind].(needer)
 	if !ok {
