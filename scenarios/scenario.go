@@ -233,18 +233,17 @@ func (s Scenario) CellOn(algorithm, topology string) (Cell, error) {
 			ok = false
 		}
 	}
-	if where := c.Topology; len(s.Topologies) > 0 && !slices.Contains(s.Topologies, where) {
-		if where == "" {
-			where = s.naturalTopology(keys, real)
+	where := c.Topology
+	if where == "" {
+		where = s.naturalTopology(keys, real)
+	}
+	if len(s.Topologies) > 0 && where != "" && !slices.Contains(s.Topologies, where) {
+		if ok && !strings.HasPrefix(code, "-") {
+			return c, fmt.Errorf("scenario %s: %s on %s is expected %q, but the scenario runs only on %s (write \"-: why\")",
+				s.Name, algorithm, where, code, strings.Join(s.Topologies, ", "))
 		}
-		if where != "" && !slices.Contains(s.Topologies, where) {
-			if ok && !strings.HasPrefix(code, "-") {
-				return c, fmt.Errorf("scenario %s: %s on %s is expected %q, but the scenario runs only on %s (write \"-: why\")",
-					s.Name, algorithm, where, code, strings.Join(s.Topologies, ", "))
-			}
-			if !ok {
-				code, ok = fmt.Sprintf("-: its servers (%s) cannot show it: it runs on %s", where, strings.Join(s.Topologies, ", ")), true
-			}
+		if !ok {
+			code, ok = fmt.Sprintf("-: its servers (%s) cannot show it: it runs on %s", where, strings.Join(s.Topologies, ", ")), true
 		}
 	}
 	if !ok {
