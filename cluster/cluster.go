@@ -64,6 +64,12 @@ type Spec struct {
 	Dir string
 	// Log receives server output worth keeping (may be nil).
 	Log io.Writer
+	// OnExit, when set, is called once for each server that exits by itself — not stopped,
+	// killed, paused or restarted by lockchaos or a fault — with the node's name and one line
+	// saying how ("mariadb-1 (127.0.0.1:35049) exited by itself: signal: segmentation fault"),
+	// from the goroutine that watched it. The harness ends the run then: what follows would show
+	// the server's failure, not the lock's.
+	OnExit func(node, line string)
 	// External is the cluster file of the external backend (LoadExternal); its nodes decide the
 	// topology, which must be Topology.
 	External *ExternalFile

@@ -65,7 +65,7 @@ func (m *process) Start(ctx context.Context, restart bool) error {
 	var onCrash func(error)
 	if n := m.n; n.report != nil {
 		onCrash = func(err error) {
-			n.report(fmt.Sprintf("lockchaos: %s (%s) exited by itself: %v\n%s\n", n.Name, n.Addr, err, logTail(m.logPath, 15)))
+			n.report(fmt.Sprintf("%s (%s) exited by itself: %v", n.Name, n.Addr, err), logTail(m.logPath, 15))
 		}
 	}
 	p, err := spawn(m.b.sp, m.dir, m.logPath, argv, m.n.srv.cred, onCrash)

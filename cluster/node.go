@@ -25,8 +25,9 @@ type node struct {
 	// ready returns nil once the server answers as it should.
 	ready        func(ctx context.Context) error
 	readyTimeout time.Duration
-	// report receives one line (and the log tail) when the server dies by itself; may be nil.
-	report func(string)
+	// report receives one line saying how (and the log's tail) when the server dies by itself;
+	// may be nil.
+	report func(line, tail string)
 
 	mu sync.Mutex
 	// restarted says the running server came from Restart (guarded by mu; ready reads it to skip

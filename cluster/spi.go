@@ -87,9 +87,10 @@ func (s *Server) SetAddrs(addr, inner string, ready time.Duration) {
 	s.n.Addr, s.n.inner, s.n.readyTimeout = addr, inner, ready
 }
 
-// Report receives one line (and the log tail) when the server dies by itself; nil when nobody
-// listens (no Spec.Log).
-func (s *Server) Report() func(string) { return s.n.report }
+// Report receives one line saying how (e.g. "redis-2 (127.0.0.1:4100) exited by itself: signal:
+// killed") and the log's tail when the server dies by itself; nil when nobody listens (no
+// Spec.Log, no Spec.OnExit).
+func (s *Server) Report() func(line, tail string) { return s.n.report }
 
 // Prepare is a registered backend's part of Start, before any attempt: it fills spec's defaults
 // (images) and checks what the backend needs (the daemon, the images), and returns the spec and

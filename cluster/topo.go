@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 )
 
@@ -136,8 +137,8 @@ func startTopo(ctx context.Context, spec Spec, open func(context.Context) (backe
 // newNode makes a node of the backend on ports (from portsFor).
 func (c *topo) newNode(name string, kind Kind, ports []int, srv server) *node {
 	n := &node{Node: Node{Name: name, Kind: kind}, ports: ports, srv: srv}
-	if c.spec.Log != nil {
-		n.report = c.report
+	if c.spec.Log != nil || c.spec.OnExit != nil {
+		n.report = func(line, tail string) { c.died(n.Name, line, tail) }
 	}
 	n.m = c.be.machine(n)
 	return n
@@ -233,6 +234,19 @@ func (c *topo) SaveLogs(dir string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// died says on Spec.Log that node name's server died by itself (line says how, tail is its log's
+// end), and tells Spec.OnExit.
+func (c *topo) died(name, line, tail string) {
+	msg := "lockchaos: " + line + "\n"
+	if tail = strings.Trim(tail, "\n"); tail != "" {
+		msg += tail + "\n"
+	}
+	c.report(msg)
+	if c.spec.OnExit != nil {
+		c.spec.OnExit(name, line)
+	}
 }
 
 // report writes to Spec.Log.

@@ -182,6 +182,10 @@ func (n *Nemesis) Start(ctx context.Context) error {
 func (n *Nemesis) Point(ctx context.Context, c int, name string) error {
 	n.reachedUntil(c, name)
 	n.wireArm(c, name)
+	// Every rule this occurrence triggers is claimed before the first is injected: two faults
+	// at one point (a session kill and a stall at cs:acquired) hit the same client, even when
+	// another client reaches the point while the first fault is being injected.
+	var claimed []*rule
 	for _, r := range n.rules {
 		if r.spec.Wire != nil || r.spec.Point != name || (r.spec.Client != 0 && r.spec.Client != c) || !n.due(r) {
 			continue
@@ -193,10 +197,20 @@ func (n *Nemesis) Point(ctx context.Context, c int, name string) error {
 			r.fired++
 		}
 		r.mu.Unlock()
-		if !fire {
-			continue
+		if fire {
+			claimed = append(claimed, r)
 		}
+	}
+	for i, r := range claimed {
 		if err := n.fire(ctx, r, c, 0, 0); err != nil {
+			// The client crashed or its ctx ended under a blocking fault: the rules it claimed
+			// after that one are given back, for another client's point.
+			for _, later := range claimed[i+1:] {
+				later.mu.Lock()
+				later.seen--
+				later.fired--
+				later.mu.Unlock()
+			}
 			return err
 		}
 	}

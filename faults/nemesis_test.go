@@ -149,6 +149,37 @@ func TestPointFromAt(t *testing.T) {
 	}
 }
 
+// TestPointFaultsGoToOneClient: the faults one occurrence of a point triggers all hit its client,
+// even when another client reaches the point while the first of them is in force (the session
+// kill and the stall at cs:acquired of session-kill once split between two clients so).
+func TestPointFaultsGoToOneClient(t *testing.T) {
+	t.Parallel()
+	_, env := redisPair(t, false)
+	ctx := ctxT(t, 10*time.Second)
+	n, rec := newNemesis(t, env, []faults.Spec{
+		{Kind: "client-stall", Point: "cs:acquired", For: ms(300 * time.Millisecond)},
+		{Kind: "clock-skew", Point: "cs:acquired", Amount: ms(time.Second)},
+	}, 1)
+	first := make(chan error, 1)
+	go func() { first <- n.Point(ctx, 1, "cs:acquired") }()
+	rec.waitStart(t, "client-stall", 5*time.Second)
+	if err := n.Point(ctx, 2, "cs:acquired"); err != nil { // during client 1's stall
+		t.Fatalf("Point(2) = %v", err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("Point(1) = %v", err)
+	}
+	n.HealAll()
+	for _, name := range []string{"client-stall", "clock-skew"} {
+		if s, ok := rec.span(name); !ok || s.Target != "client-1" {
+			t.Errorf("%s: %+v (fired: %v), want it on client 1, whose point triggered both", name, s, ok)
+		}
+	}
+	if got := len(rec.spans()); got != 2 {
+		t.Errorf("%d occurrences, want 2 (client 2's point triggers nothing: each rule fires once)", got)
+	}
+}
+
 // TestPlanDeterministic shows that Plan is a pure function of specs and seed, and that the seed
 // drives the random draws (jitter, "random" selectors).
 func TestPlanDeterministic(t *testing.T) {

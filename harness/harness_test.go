@@ -16,6 +16,7 @@ import (
 	"github.com/lockchaos/lockchaos/harness"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/testenv"
+	"github.com/redis/go-redis/v9"
 )
 
 // run runs cfg and checks its history; a missing server skips the test unless CI requires them.
@@ -247,6 +248,91 @@ func TestPanicInLockEndsRunCleanly(t *testing.T) {
 	entries, _ := os.ReadDir(tmp)
 	if len(entries) != 0 {
 		t.Errorf("the run left %d entries in TMPDIR (servers' directories not removed)", len(entries))
+	}
+}
+
+// serverKiller is a correct lock (a mutex in the test's process) whose fifth Acquire shuts the
+// Redis server down, as a crash of the server's own would end it: not a fault of the run.
+type serverKiller struct {
+	addr  string
+	held  chan struct{} // a token while the lock is held
+	mu    sync.Mutex
+	calls int
+}
+
+func (l *serverKiller) Acquire(ctx context.Context) (algorithms.Lease, error) {
+	l.mu.Lock()
+	l.calls++
+	kill := l.calls == 5
+	l.mu.Unlock()
+	if kill {
+		rc := redis.NewClient(&redis.Options{Addr: l.addr})
+		_ = rc.Do(ctx, "SHUTDOWN", "NOSAVE").Err() // the connection ends with the server
+		_ = rc.Close()
+	}
+	select {
+	case l.held <- struct{}{}:
+		return algorithms.Lease{}, nil
+	case <-ctx.Done():
+		return algorithms.Lease{}, ctx.Err()
+	}
+}
+
+func (l *serverKiller) Release(context.Context, algorithms.Lease) error {
+	select {
+	case <-l.held:
+	default: // not held: a release after the run ended
+	}
+	return nil
+}
+
+var registerServerKiller sync.Once
+
+// TestServerDeathEndsRun: a server that exits by itself (here a SHUTDOWN no fault sent) ends the
+// run with an abort line naming it, and the run is unknown, not judged on what a dead server
+// left (before, a lock that needs no server ran on and was "safe", and a session lock whose
+// MariaDB crashed was "stuck").
+func TestServerDeathEndsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	lock := &serverKiller{held: make(chan struct{}, 1)}
+	registerServerKiller.Do(func() {
+		algorithms.Register(algorithms.Info{Name: "test-server-killer", Topologies: []string{cluster.RedisSingle},
+			New: func(cfg algorithms.Config) (algorithms.Locker, error) {
+				lock.addr = cfg.Addrs[0]
+				return lock, nil
+			}})
+	})
+	dir := t.TempDir()
+	const duration = 5 * time.Second
+	res, err := harness.Run(context.Background(), harness.Config{Algorithm: "test-server-killer", Scenario: "server-death",
+		Dir: dir, Duration: duration, Workload: harness.Workload{Clients: 2}})
+	if errors.Is(err, cluster.ErrMissingBinary) {
+		testenv.MissingServer(t, err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "redis-1") || !strings.Contains(err.Error(), "exited by itself") {
+		t.Fatalf("err = %v, want the server's death as the run's error", err)
+	}
+	if res == nil || res.Elapsed > duration-time.Second {
+		t.Errorf("the run went on after the server died (result %+v)", res)
+	}
+	h, rerr := history.ReadFile(filepath.Join(dir, harness.HistoryFile))
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	abort := ""
+	for _, e := range h.Events {
+		if e.Type == history.TypeAbort {
+			abort = e.Error
+		}
+	}
+	if !strings.Contains(abort, "redis-1") || !strings.Contains(abort, "servers/redis-1.log") {
+		t.Errorf("abort line %q, want redis-1's death and where its log is", abort)
+	}
+	out := checker.CheckHistory(h, checker.Options{})
+	if out.Result.Verdict != checker.Unknown {
+		t.Errorf("verdict %s, want unknown (warnings %v)", out.Result.Verdict, out.Result.Warnings)
 	}
 }
 

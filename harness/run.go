@@ -60,6 +60,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		RedisImage: cfg.RedisImage, ZooKeeperImage: cfg.ZooKeeperImage, PostgresImage: cfg.PostgresImage, MariaDBImage: cfg.MariaDBImage, EtcdImage: cfg.EtcdImage,
 		SessionIdleTimeout: cfg.ServerIdleTimeout,
 	}
+	deaths := &serverDeaths{}
+	spec.OnExit = deaths.exited
 	// Links are parsed only for the runs whose faults act at a command (DESIGN.md §14).
 	spec.Wire = spec.Proxies && (benchWire || slices.ContainsFunc(cfg.Faults, func(s faults.Spec) bool { return s.Wire != nil }))
 	if cfg.external != nil {
@@ -107,7 +109,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		rec.decider = &decider{decide: cfg.Decide, meta: meta}
 		w.Subscribe(rec.decider.observe)
 	}
-	err = run(ctx, cfg, info, cl, rec, res)
+	err = run(ctx, cfg, info, cl, rec, res, deaths)
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
@@ -123,7 +125,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, err
 }
 
-func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Cluster, rec *recorder, res *Result) error {
+func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Cluster, rec *recorder, res *Result, deaths *serverDeaths) error {
 	env := &env{cluster: cl, cfg: cfg, clocks: make([]*skewClock, cfg.Clients+1)}
 	for i := range env.clocks {
 		env.clocks[i] = &skewClock{}
@@ -172,6 +174,12 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 			stopClients()
 		})
 	}
+	// A server that dies by itself (a crash of its own, not a fault's kill) ends the run: from
+	// then on the clients meet a dead server, which would read as the lock's failure (stuck).
+	defer deaths.listen(func(node, line string) {
+		fail(fmt.Errorf("%s, not by a fault: the run ends there, as what follows would show the server's failure, not the lock's (its log: %s)",
+			line, filepath.Join(ServersDir, node+".log")))
+	})()
 	for _, c := range clients {
 		c.fatal = fail // a client that broke its protocol (algorithms.ErrBroken) ends the run
 		wg.Add(1)
@@ -330,5 +338,41 @@ func (e *env) KeyPattern() string { return e.cfg.lockPrefix + "*" }
 func (e *env) SetClock(c int, offset time.Duration, rate float64) {
 	if c >= 1 && c < len(e.clocks) {
 		e.clocks[c].set(offset, rate)
+	}
+}
+
+// serverDeaths hands the death of a server by itself (cluster.Spec.OnExit) to the run, once it
+// listens; one before that is kept for it, and one after it stopped listening (the cluster's
+// close) is no longer the run's.
+type serverDeaths struct {
+	mu         sync.Mutex
+	node, line string                  // the first death before the run listened
+	on         func(node, line string) // the run's handler while it listens
+}
+
+func (d *serverDeaths) exited(node, line string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.on != nil:
+		d.on(node, line)
+	case d.line == "":
+		d.node, d.line = node, line
+	}
+}
+
+// listen hands every death from now on to on (one kept from before at once), until the
+// returned stop.
+func (d *serverDeaths) listen(on func(node, line string)) (stop func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.line != "" {
+		on(d.node, d.line)
+	}
+	d.on = on
+	return func() {
+		d.mu.Lock()
+		d.on = nil
+		d.mu.Unlock()
 	}
 }

@@ -129,7 +129,11 @@ func (m *dockerNode) Watch() {
 		if ctx.Err() != nil {
 			return // we stopped it, or stopped watching
 		}
-		report(fmt.Sprintf("lockchaos: %s (%s, container %s) exited by itself: code %d %v%s\n", m.s.Name(), m.s.Addr(), m.name, code, err, m.logTail()))
+		line := fmt.Sprintf("%s (%s, container %s) exited by itself: code %d", m.s.Name(), m.s.Addr(), m.name, code)
+		if err != nil {
+			line += " (" + err.Error() + ")"
+		}
+		report(line, m.logTail())
 	}()
 	m.unwatch = func() {
 		cancel()
