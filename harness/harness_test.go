@@ -251,19 +251,27 @@ func TestPanicInLockEndsRunCleanly(t *testing.T) {
 	}
 }
 
-// serverKiller is a correct lock (a mutex in the test's process) whose fifth Acquire shuts the
+// serverKiller is a correct lock (a mutex in the test's process) whose killAt-th Acquire shuts the
 // Redis server down, as a crash of the server's own would end it: not a fault of the run.
 type serverKiller struct {
-	addr  string
-	held  chan struct{} // a token while the lock is held
-	mu    sync.Mutex
-	calls int
+	addr   string
+	held   chan struct{} // a token while the lock is held
+	mu     sync.Mutex
+	calls  int
+	killAt int
+}
+
+// killNext makes the next Acquire shut the server down.
+func (l *serverKiller) killNext() {
+	l.mu.Lock()
+	l.killAt = l.calls + 1
+	l.mu.Unlock()
 }
 
 func (l *serverKiller) Acquire(ctx context.Context) (algorithms.Lease, error) {
 	l.mu.Lock()
 	l.calls++
-	kill := l.calls == 5
+	kill := l.calls == l.killAt
 	l.mu.Unlock()
 	if kill {
 		rc := redis.NewClient(&redis.Options{Addr: l.addr})
@@ -286,7 +294,30 @@ func (l *serverKiller) Release(context.Context, algorithms.Lease) error {
 	return nil
 }
 
-var registerServerKiller sync.Once
+var (
+	registerServerKiller sync.Once
+	serverKillerLock     *serverKiller
+)
+
+// registerKiller registers test-server-killer once, and sets it to shut the server down at its
+// killAt-th Acquire of the next run.
+func registerKiller(killAt int) *serverKiller {
+	registerServerKiller.Do(func() {
+		serverKillerLock = &serverKiller{}
+		algorithms.Register(algorithms.Info{Name: "test-server-killer", Topologies: []string{cluster.RedisSingle},
+			New: func(cfg algorithms.Config) (algorithms.Locker, error) {
+				serverKillerLock.mu.Lock()
+				defer serverKillerLock.mu.Unlock()
+				serverKillerLock.addr = cfg.Addrs[0]
+				return serverKillerLock, nil
+			}})
+	})
+	l := serverKillerLock
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held, l.calls, l.killAt = make(chan struct{}, 1), 0, killAt
+	return l
+}
 
 // TestServerDeathEndsRun: a server that exits by itself (here a SHUTDOWN no fault sent) ends the
 // run with an abort line naming it, and the run is unknown, not judged on what a dead server
@@ -296,14 +327,7 @@ func TestServerDeathEndsRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs real servers")
 	}
-	lock := &serverKiller{held: make(chan struct{}, 1)}
-	registerServerKiller.Do(func() {
-		algorithms.Register(algorithms.Info{Name: "test-server-killer", Topologies: []string{cluster.RedisSingle},
-			New: func(cfg algorithms.Config) (algorithms.Locker, error) {
-				lock.addr = cfg.Addrs[0]
-				return lock, nil
-			}})
-	})
+	registerKiller(5)
 	dir := t.TempDir()
 	const duration = 5 * time.Second
 	res, err := harness.Run(context.Background(), harness.Config{Algorithm: "test-server-killer", Scenario: "server-death",
@@ -333,6 +357,43 @@ func TestServerDeathEndsRun(t *testing.T) {
 	out := checker.CheckHistory(h, checker.Options{})
 	if out.Result.Verdict != checker.Unknown {
 		t.Errorf("verdict %s, want unknown (warnings %v)", out.Result.Verdict, out.Result.Warnings)
+	}
+}
+
+// TestServerDeathAfterTheStop: a server that dies once the run stopped decided changes nothing:
+// the verdict was in before it, and what follows is the report's tail.
+func TestServerDeathAfterTheStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	lock := registerKiller(-1)
+	dir := t.TempDir()
+	decide := func(h *history.History) (string, string) {
+		lock.killNext() // the stop line is written after this returns
+		return "safe", "decided by the test"
+	}
+	res, err := harness.Run(context.Background(), harness.Config{Algorithm: "test-server-killer", Scenario: "server-death",
+		Dir: dir, Duration: 5 * time.Second, Workload: harness.Workload{Clients: 2}, Decide: decide})
+	if errors.Is(err, cluster.ErrMissingBinary) {
+		testenv.MissingServer(t, err)
+	}
+	if err != nil {
+		t.Fatalf("err = %v, want none: the server died after the run stopped decided", err)
+	}
+	h, rerr := history.ReadFile(res.HistoryPath)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	stopped, aborted := false, false
+	for _, e := range h.Events {
+		stopped = stopped || e.Type == history.TypeStop
+		aborted = aborted || e.Type == history.TypeAbort
+	}
+	lock.mu.Lock()
+	killed := lock.calls >= lock.killAt
+	lock.mu.Unlock()
+	if !stopped || aborted || !killed {
+		t.Errorf("stop line %v, abort line %v, server shut down %v; want a stop, no abort, and the shutdown after the stop", stopped, aborted, killed)
 	}
 }
 

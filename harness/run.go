@@ -176,10 +176,12 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 	}
 	// A server that dies by itself (a crash of its own, not a fault's kill) ends the run: from
 	// then on the clients meet a dead server, which would read as the lock's failure (stuck).
-	defer deaths.listen(func(node, line string) {
+	// Once the run stopped decided, what follows cannot change its verdict, and nor can a death.
+	unheard := deaths.listen(func(node, line string) {
 		fail(fmt.Errorf("%s, not by a fault: the run ends there, as what follows would show the server's failure, not the lock's (its log: %s)",
 			line, filepath.Join(ServersDir, node+".log")))
-	})()
+	})
+	defer unheard()
 	for _, c := range clients {
 		c.fatal = fail // a client that broke its protocol (algorithms.ErrBroken) ends the run
 		wg.Add(1)
@@ -207,6 +209,7 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 	} else {
 		phase := time.Now()
 		stop := func(verdict, why string) {
+			unheard()
 			rec.write(history.Event{Type: history.TypeStop, Name: verdict, Detail: why}, true)
 			res.Stopped = verdict + ": " + why
 		}
@@ -342,8 +345,8 @@ func (e *env) SetClock(c int, offset time.Duration, rate float64) {
 }
 
 // serverDeaths hands the death of a server by itself (cluster.Spec.OnExit) to the run, once it
-// listens; one before that is kept for it, and one after it stopped listening (the cluster's
-// close) is no longer the run's.
+// listens; one before that is kept for it, and one after it stopped listening (the run stopped
+// decided, or ended) is no longer the run's.
 type serverDeaths struct {
 	mu         sync.Mutex
 	node, line string                  // the first death before the run listened
