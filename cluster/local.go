@@ -65,7 +65,11 @@ func (m *process) Start(ctx context.Context, restart bool) error {
 	var onCrash func(error)
 	if n := m.n; n.report != nil {
 		onCrash = func(err error) {
-			n.report(fmt.Sprintf("%s (%s) exited by itself: %v", n.Name, n.Addr, err), logTail(m.logPath, 15))
+			how := "exit status 0"
+			if err != nil {
+				how = err.Error() // "signal: segmentation fault", "exit status 1"
+			}
+			n.report(fmt.Sprintf("%s (%s) exited by itself: %s", n.Name, n.Addr, how), logTail(m.logPath, 15))
 		}
 	}
 	p, err := spawn(m.b.sp, m.dir, m.logPath, argv, m.n.srv.cred, onCrash)
