@@ -155,9 +155,15 @@ func TestFenceRegressions(t *testing.T) {
 	fenced(2, 10, 8)
 	fenced(3, 20, 8) // a second holder given the same fence
 	fenced(1, 30, 9)
+	// The same client given its fence again, no other holder between: etcd's Mutex does so when
+	// a release failed and the session's key is still there (one holder all along).
+	fenced(1, 40, 9)
 	r := CheckHistory(b.history(), Options{}).Result
 	if r.FenceRegressions != 1 || r.Verdict != Unsafe || r.FirstViolation.Kind != "fence-regression" {
 		t.Fatalf("fence_regressions %d, verdict %s, first %+v; want 1 regression deciding unsafe", r.FenceRegressions, r.Verdict, r.FirstViolation)
+	}
+	if f := r.FirstViolation; f.A.Client != 2 || f.B.Client != 3 {
+		t.Errorf("first regression between clients %d and %d, want 2 and 3 (client 1's own fence again is none)", f.A.Client, f.B.Client)
 	}
 }
 
