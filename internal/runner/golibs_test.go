@@ -58,6 +58,11 @@ func TestGoLibraries(t *testing.T) {
 		// the newer lock; the retry fenced by the create revision (PR #22115) deletes nothing.
 		{"etcd-unlock-retry", "etcd-22082", "unsafe-service", "../../docs/examples/etcd-22082.yaml"},
 		{"etcd-unlock-retry-fenced", "etcd-22082", "safe", "../../docs/examples/etcd-22082.yaml"},
+		// A finding: PR #22115's fence does not cover an Unlock that never reached etcd (the
+		// same session's next Lock keeps the key and its create revision); etcd's own release,
+		// fenced and not retried, stays safe.
+		{"etcd-unlock-retry-fenced", "etcd-22115-same-revision", "unsafe-service", "../../docs/examples/etcd-22115-same-revision.yaml"},
+		{"etcd", "etcd-22115-same-revision", "safe", "../../docs/examples/etcd-22115-same-revision.yaml"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.alg+"×"+tc.scenario, func(t *testing.T) {
