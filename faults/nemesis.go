@@ -184,21 +184,26 @@ func (n *Nemesis) Point(ctx context.Context, c int, name string) error {
 	n.wireArm(c, name)
 	// Every rule this occurrence triggers is claimed before the first is injected: two faults
 	// at one point (a session kill and a stall at cs:acquired) hit the same client, even when
-	// another client reaches the point while the first fault is being injected.
+	// another client reaches the point while the first fault is being injected. An occurrence
+	// takes one blocking fault at most (a client is stopped once at a time): further pauses at
+	// the point are left for the next clients that reach it (getset-race's four stopped waiters).
 	var claimed []*rule
+	blocked := false
 	for _, r := range n.rules {
 		if r.spec.Wire != nil || r.spec.Point != name || (r.spec.Client != 0 && r.spec.Client != c) || !n.due(r) {
 			continue
 		}
+		blocks := isBlocker(r.kind)
 		r.mu.Lock()
 		r.seen++
-		fire := r.seen > r.spec.Skip && (r.spec.times() < 0 || r.fired < r.spec.times())
+		fire := r.seen > r.spec.Skip && (r.spec.times() < 0 || r.fired < r.spec.times()) && !(blocks && blocked)
 		if fire {
 			r.fired++
 		}
 		r.mu.Unlock()
 		if fire {
 			claimed = append(claimed, r)
+			blocked = blocked || blocks
 		}
 	}
 	for i, r := range claimed {
@@ -252,7 +257,7 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 		return nil // a failed fault is recorded, and the run goes on
 	}
 	lasting := r.spec.For.D() + extra
-	if b, ok := r.kind.(Blocker); ok && b.Blocks() {
+	if isBlocker(r.kind) {
 		if f, ok := r.kind.(Forever); ok && f.Forever() {
 			// A crash never ends: no end line is written, so the checker sees a client that died
 			// for good, and its links stay cut until the cluster is closed. Restoring them would
@@ -286,6 +291,12 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 		n.healAtUntil(id, r.spec, trigger)
 	}
 	return nil
+}
+
+// isBlocker reports whether k holds its client at the point while it lasts.
+func isBlocker(k Kind) bool {
+	b, ok := k.(Blocker)
+	return ok && b.Blocks()
 }
 
 // healAtUntil ends lasting occurrence id early when a client other than trigger reaches s.Until

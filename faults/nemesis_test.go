@@ -180,6 +180,45 @@ func TestPointFaultsGoToOneClient(t *testing.T) {
 	}
 }
 
+// TestPointPausesGoToSeveralClients: an occurrence of a point takes one blocking fault at most;
+// the next pause at the point goes to the next client that reaches it (getset-race stops four
+// waiters so), and a non-blocking fault still goes with the first.
+func TestPointPausesGoToSeveralClients(t *testing.T) {
+	t.Parallel()
+	_, env := redisPair(t, false)
+	ctx := ctxT(t, 10*time.Second)
+	n, rec := newNemesis(t, env, []faults.Spec{
+		{Kind: "client-stall", Point: "cs:acquired", For: ms(300 * time.Millisecond)},
+		{Kind: "client-stall", Point: "cs:acquired", For: ms(100 * time.Millisecond)},
+		{Kind: "clock-skew", Point: "cs:acquired", Amount: ms(time.Second)},
+	}, 1)
+	first := make(chan error, 1)
+	go func() { first <- n.Point(ctx, 1, "cs:acquired") }()
+	rec.waitStart(t, "client-stall", 5*time.Second)
+	if err := n.Point(ctx, 2, "cs:acquired"); err != nil { // during client 1's stall
+		t.Fatalf("Point(2) = %v", err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("Point(1) = %v", err)
+	}
+	n.HealAll()
+	var stalled []string
+	for _, s := range rec.spans() {
+		switch s.Name {
+		case "client-stall":
+			stalled = append(stalled, s.Target)
+		case "clock-skew":
+			if s.Target != "client-1" {
+				t.Errorf("clock-skew on %s, want client 1, whose point also took the first stall", s.Target)
+			}
+		}
+	}
+	slices.Sort(stalled)
+	if !slices.Equal(stalled, []string{"client-1", "client-2"}) {
+		t.Errorf("stalls on %v, want one on each of clients 1 and 2", stalled)
+	}
+}
+
 // TestPlanDeterministic shows that Plan is a pure function of specs and seed, and that the seed
 // drives the random draws (jitter, "random" selectors).
 func TestPlanDeterministic(t *testing.T) {
