@@ -149,17 +149,13 @@ func TestPointFromAt(t *testing.T) {
 	}
 }
 
-// TestPointFaultsGoToOneClient: the faults one occurrence of a point triggers all hit its client,
-// even when another client reaches the point while the first of them is in force (the session
-// kill and the stall at cs:acquired of session-kill once split between two clients so).
-func TestPointFaultsGoToOneClient(t *testing.T) {
-	t.Parallel()
+// pointsDuringAStall runs specs (the first a client-stall at cs:acquired) and has client 1 reach
+// cs:acquired, then client 2 while client 1 is stalled; it returns the occurrences.
+func pointsDuringAStall(t *testing.T, specs []faults.Spec) []history.FaultSpan {
+	t.Helper()
 	_, env := redisPair(t, false)
 	ctx := ctxT(t, 10*time.Second)
-	n, rec := newNemesis(t, env, []faults.Spec{
-		{Kind: "client-stall", Point: "cs:acquired", For: ms(300 * time.Millisecond)},
-		{Kind: "clock-skew", Point: "cs:acquired", Amount: ms(time.Second)},
-	}, 1)
+	n, rec := newNemesis(t, env, specs, 1)
 	first := make(chan error, 1)
 	go func() { first <- n.Point(ctx, 1, "cs:acquired") }()
 	rec.waitStart(t, "client-stall", 5*time.Second)
@@ -170,13 +166,25 @@ func TestPointFaultsGoToOneClient(t *testing.T) {
 		t.Fatalf("Point(1) = %v", err)
 	}
 	n.HealAll()
-	for _, name := range []string{"client-stall", "clock-skew"} {
-		if s, ok := rec.span(name); !ok || s.Target != "client-1" {
-			t.Errorf("%s: %+v (fired: %v), want it on client 1, whose point triggered both", name, s, ok)
-		}
+	return rec.spans()
+}
+
+// TestPointFaultsGoToOneClient: the faults one occurrence of a point triggers all hit its client,
+// even when another client reaches the point while the first of them is in force (the session
+// kill and the stall at cs:acquired of session-kill once split between two clients so).
+func TestPointFaultsGoToOneClient(t *testing.T) {
+	t.Parallel()
+	spans := pointsDuringAStall(t, []faults.Spec{
+		{Kind: "client-stall", Point: "cs:acquired", For: ms(300 * time.Millisecond)},
+		{Kind: "clock-skew", Point: "cs:acquired", Amount: ms(time.Second)},
+	})
+	if len(spans) != 2 {
+		t.Fatalf("%d occurrences %+v, want 2 (client 2's point triggers nothing: each rule fires once)", len(spans), spans)
 	}
-	if got := len(rec.spans()); got != 2 {
-		t.Errorf("%d occurrences, want 2 (client 2's point triggers nothing: each rule fires once)", got)
+	for _, s := range spans {
+		if s.Target != "client-1" {
+			t.Errorf("%s on %s, want it on client 1, whose point triggered both", s.Name, s.Target)
+		}
 	}
 }
 
@@ -185,25 +193,13 @@ func TestPointFaultsGoToOneClient(t *testing.T) {
 // waiters so), and a non-blocking fault still goes with the first.
 func TestPointPausesGoToSeveralClients(t *testing.T) {
 	t.Parallel()
-	_, env := redisPair(t, false)
-	ctx := ctxT(t, 10*time.Second)
-	n, rec := newNemesis(t, env, []faults.Spec{
+	spans := pointsDuringAStall(t, []faults.Spec{
 		{Kind: "client-stall", Point: "cs:acquired", For: ms(300 * time.Millisecond)},
 		{Kind: "client-stall", Point: "cs:acquired", For: ms(100 * time.Millisecond)},
 		{Kind: "clock-skew", Point: "cs:acquired", Amount: ms(time.Second)},
-	}, 1)
-	first := make(chan error, 1)
-	go func() { first <- n.Point(ctx, 1, "cs:acquired") }()
-	rec.waitStart(t, "client-stall", 5*time.Second)
-	if err := n.Point(ctx, 2, "cs:acquired"); err != nil { // during client 1's stall
-		t.Fatalf("Point(2) = %v", err)
-	}
-	if err := <-first; err != nil {
-		t.Fatalf("Point(1) = %v", err)
-	}
-	n.HealAll()
+	})
 	var stalled []string
-	for _, s := range rec.spans() {
+	for _, s := range spans {
 		switch s.Name {
 		case "client-stall":
 			stalled = append(stalled, s.Target)
