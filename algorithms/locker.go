@@ -90,6 +90,10 @@ type Config struct {
 	// Dial, when set, is used for every connection (it maps a server's real address, as Sentinel
 	// reports it, to this client's proxy for it).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Routes is the map Dial applies (a server's address as Sentinel or a cluster names it → this
+	// client's proxy for it), for a client that cannot take Dial: a process client gets it in
+	// init. Read-only.
+	Routes map[string]string
 	// SessionTimeout is the ZooKeeper session timeout (default TTL).
 	SessionTimeout time.Duration
 	// OpTimeout bounds one request to a server (default TTL/10, at least 50 ms).

@@ -21,6 +21,7 @@ import time
 import redis
 from redis.exceptions import LockNotOwnedError, LockError, TimeoutError, ConnectionError
 from redis.lock import Lock
+from redis.sentinel import Sentinel
 
 NO_TIMEOUT = os.environ.get("LOCKCHAOS_REDIS_PY_NO_TIMEOUT") == "1"
 RETRY_RELEASE = os.environ.get("LOCKCHAOS_REDIS_PY_RETRY_RELEASE") == "1"
@@ -65,6 +66,27 @@ def release(lock, timeout_ms):
             raise TimeoutError("release failed, and retrying it raised LockError: %s" % e)
 
 
+class RoutedSentinel(Sentinel):
+    """redis-py's Sentinel whose master address goes through this client's proxy.
+
+    Sentinel names the master by its real address; init's `routes` maps it to this client's
+    proxy for that server (docs/process-clients.md, Sentinel), so the faults on this client's
+    links reach its connection to the master too.
+    """
+
+    def __init__(self, routes, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.routes = routes
+
+    def discover_master(self, service_name):
+        host, port = super().discover_master(service_name)
+        to = self.routes.get("%s:%s" % (host, port))
+        if to is None:
+            return host, port
+        h, p = to.rsplit(":", 1)
+        return h, int(p)
+
+
 def send(msg):
     sys.stdout.write(json.dumps(msg) + "\n")
     sys.stdout.flush()
@@ -76,11 +98,17 @@ for line in sys.stdin:
     rid, kind = m["id"], m["type"]
     try:
         if kind == "init":
-            host, port = m["nodes"][0].rsplit(":", 1)
             ttl = m["ttl_ms"] / 1000.0
             # socket_timeout: without it a black-holed server blocks a call forever.
-            r = redis.Redis(host=host, port=int(port), socket_timeout=max(ttl / 4, 0.1),
-                            socket_connect_timeout=max(ttl / 4, 0.1))
+            timeouts = dict(socket_timeout=max(ttl / 4, 0.1), socket_connect_timeout=max(ttl / 4, 0.1))
+            if m.get("sentinel_master"):
+                # redis-sentinel: the master Sentinel names, reached through this client's proxy.
+                sentinels = [tuple(a.rsplit(":", 1)) for a in m["sentinels"]]
+                r = RoutedSentinel(m.get("routes") or {}, sentinels, sentinel_kwargs=timeouts,
+                                   **timeouts).master_for(m["sentinel_master"])
+            else:
+                host, port = m["nodes"][0].rsplit(":", 1)
+                r = redis.Redis(host=host, port=int(port), **timeouts)
             # redis.lock.Lock, thread_local=True
             lock = r.lock(m["lock"]) if NO_TIMEOUT else r.lock(m["lock"], timeout=ttl)
             lease_ms = 0 if NO_TIMEOUT else int(ttl * 1000)

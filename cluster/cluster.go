@@ -126,6 +126,10 @@ type Endpoints struct {
 	// Dial maps a data node's real address (as Sentinel reports it) to this client's proxy for
 	// it; nil when proxies are off.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Routes is the map Dial applies: a node's address as the other servers name it → this
+	// client's way in. For a client that dials by itself (a process client, told it in init);
+	// nil when Dial is nil. Read-only: Endpoints' callers share it.
+	Routes map[string]string
 }
 
 // Cluster is a running set of servers. Every method is safe for concurrent use.

@@ -37,7 +37,7 @@ func (c *topo) buildEndpoints(ctx context.Context) error {
 			}
 		}
 		if cl > 0 || len(route) > 0 {
-			e.Dial = dialer(route)
+			e.Dial, e.Routes = dialer(route), route
 		}
 		return e, nil
 	}

@@ -270,7 +270,7 @@ func newClients(cfg Config, info algorithms.Info, cl cluster.Cluster, env *env, 
 		}
 		name = cfg.lockPrefix + name
 		acfg := algorithms.Config{
-			Client: id, Topology: cfg.Topology, Name: name, TTL: cfg.TTL, Addrs: ep.Addrs, Dial: ep.Dial,
+			Client: id, Topology: cfg.Topology, Name: name, TTL: cfg.TTL, Addrs: ep.Addrs, Dial: ep.Dial, Routes: ep.Routes,
 			SessionTimeout: cfg.SessionTimeout, OpTimeout: cfg.OpTimeout, Clock: env.clocks[id],
 			Point: func(ctx context.Context, name string) error { return nem.Point(ctx, id, name) },
 			Rand:  rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(id))), Dir: cfg.Dir,

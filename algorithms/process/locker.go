@@ -199,6 +199,7 @@ func (l *Locker) init() error {
 	if s := l.cfg.Sentinel; s != nil {
 		req.SentinelMaster, req.SentinelAddresses = s.MasterName, s.Addrs
 	}
+	req.Routes = l.cfg.Routes
 	req.SQLLogin = l.cfg.SQL
 	r, err := l.call(context.Background(), req, time.Now().Add(l.spec.InitTimeout), 0)
 	if err != nil {

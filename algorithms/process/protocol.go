@@ -43,6 +43,9 @@ type request struct {
 	TimeoutMs         int64    `json:"timeout_ms,omitempty"`
 	SentinelMaster    string   `json:"sentinel_master,omitempty"`
 	SentinelAddresses []string `json:"sentinels,omitempty"`
+	// Routes maps a server's address as the servers name it (Sentinel's answer for the master)
+	// to this client's proxy for it: connect to the proxy instead.
+	Routes map[string]string `json:"routes,omitempty"`
 	// On the SQL topologies, how to log in besides the address (user, database,
 	// application_name).
 	*algorithms.SQLLogin `json:",omitempty"`
