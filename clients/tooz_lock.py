@@ -172,6 +172,14 @@ def handle(m):
                 # ZooKeeperLock.acquire passes kazoo's LockTimeout through where tooz's Lock API
                 # says acquire returns False; kazoo deleted its contender node (best effort).
                 got = False
+            except Exception as e:
+                if not isinstance(e.__context__, tenacity.RetryError):
+                    raise
+                # MySQLLock.acquire: the polling gave up (RetryError, nothing taken) and closing the
+                # lock's connection then raised pymysql's "Already closed" in its place -- the
+                # connection a killed session left closed (docs/libraries/tooz.md).
+                sys.stderr.write("acquire: %r after %r: nothing taken\n" % (e, e.__context__))
+                got = False
             if not got:
                 send({"in_reply_to": rid, "type": "fail", "code": "timeout_definite"})
             elif DRIVER in ("postgresql", "mysql"):
