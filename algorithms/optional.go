@@ -3,6 +3,7 @@ package algorithms
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Pauser is implemented by Lockers that run in a process of their own: a client-pause fault
@@ -17,6 +18,14 @@ type Pauser interface {
 // the process (SIGKILL), and the OS closes its connections.
 type Killer interface {
 	Kill() error
+}
+
+// ClockSetter is implemented by Lockers that keep their own clock, out of the harness's reach
+// through Config.Clock (a process client: its runtime reads the OS clock). A clock-skew fault
+// moves it as it moves Config.Clock: offset ahead (negative: behind) of the real clock, running at
+// rate. An error says the clock could not be moved: the fault did not reach the client.
+type ClockSetter interface {
+	SetClock(offset time.Duration, rate float64) error
 }
 
 // Starter is implemented by Lockers whose construction only begins a slow start (a process

@@ -338,9 +338,15 @@ func (e *env) TTL() time.Duration       { return e.cfg.TTL }
 // on the external backend only the run's prefix, never someone else's keys.
 func (e *env) KeyPattern() string { return e.cfg.lockPrefix + "*" }
 
+// SetClock moves client c's clock (the one the harness hands its Locker), and the Locker's own
+// when it keeps one (algorithms.ClockSetter: a process client, through libfaketime); a Locker
+// whose clock could not be moved has broken its run (process.Locker says why).
 func (e *env) SetClock(c int, offset time.Duration, rate float64) {
 	if c >= 1 && c < len(e.clocks) {
 		e.clocks[c].set(offset, rate)
+	}
+	if cs, ok := e.Locker(c).(algorithms.ClockSetter); ok {
+		_ = cs.SetClock(offset, rate)
 	}
 }
 

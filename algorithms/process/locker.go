@@ -37,6 +37,10 @@ type Spec struct {
 	InitTimeout time.Duration
 	// Grace is how long past a request's own deadline its reply may come (default 5 s).
 	Grace time.Duration
+	// NoClock says the client's runtime reads the clock without libc (a static binary, a Go
+	// program), so libfaketime cannot move it: the client is started without it, and a clock
+	// fault on it breaks the run rather than pass for applied.
+	NoClock bool
 }
 
 // BrokenError says a process client broke the protocol; it wraps algorithms.ErrBroken.
@@ -89,6 +93,8 @@ type Locker struct {
 	ready    chan struct{} // closed when init is answered (readyErr says how)
 	readyErr error
 	closed   chan struct{} // closed by Close: pending calls give up
+	clockMu  sync.Mutex
+	clock    *faketime // nil when the client runs without libfaketime
 }
 
 // leaseData is what the Locker keeps in a Lease.
@@ -146,6 +152,13 @@ func Start(spec Spec, cfg algorithms.Config) (*Locker, error) {
 	l.cmd.Dir = spec.Dir
 	l.cmd.Env = append(append(os.Environ(), "PYTHONUNBUFFERED=1",
 		fmt.Sprintf("LOCKCHAOS_CLIENT=%d", cfg.Client)), spec.Env...)
+	if lib := FaketimeLib(); lib != "" && !spec.NoClock {
+		f, err := newFaketime(lib, cfg.Dir, cfg.Client)
+		if err != nil {
+			return nil, fmt.Errorf("process client %s: its clock file: %w", l.who, err)
+		}
+		l.clock, l.cmd.Env = f, f.env(l.cmd.Env)
+	}
 	if cfg.Dir != "" {
 		f, err := os.Create(filepath.Join(cfg.Dir, fmt.Sprintf("client-%d.stderr", cfg.Client)))
 		if err != nil {
@@ -185,6 +198,9 @@ func Start(spec Spec, cfg algorithms.Config) (*Locker, error) {
 func (l *Locker) startErr(err error) error {
 	if l.file != nil {
 		_ = l.file.Close()
+	}
+	if l.clock != nil {
+		l.clock.close()
 	}
 	return &BrokenError{Client: l.who, Problem: fmt.Sprintf("could not start %q: %v", l.spec.Command[0], err)}
 }

@@ -45,6 +45,10 @@ type Manifest struct {
 	} `yaml:"supports"`
 	// InitTimeout bounds the wait for init_ok (default 30s).
 	InitTimeout time.Duration `yaml:"init_timeout"`
+	// Clock is how a clock fault reaches the client: "faketime" (the default: libfaketime
+	// preloaded, for runtimes that read the clock through libc, as Python and the JVM do) or
+	// "none" (a static binary, a Go program: clock-skew is n/a for it).
+	Clock string `yaml:"clock"`
 	// Env is added to the client's environment (KEY=VALUE).
 	Env      []string               `yaml:"env"`
 	Requires []Requirement          `yaml:"requires"`
@@ -130,6 +134,9 @@ func (m *Manifest) check() error {
 	case m.Topology == "":
 		return errors.New("no topology (want redis-single, redis-sentinel, redis-multi, zookeeper or etcd)")
 	}
+	if m.Clock != "" && m.Clock != ClockFaketime && m.Clock != ClockNone {
+		return fmt.Errorf("clock %q: want faketime (the default) or none", m.Clock)
+	}
 	for scen, e := range m.Expect {
 		if !verdicts[e.Verdict] {
 			return fmt.Errorf("expect.%s.verdict %q: want S, Us, Uc, U, Ul, X or - (n/a)", scen, e.Verdict)
@@ -155,7 +162,25 @@ func (m *Manifest) Spec() Spec {
 		}
 	}
 	return Spec{Name: m.Name, Command: argv, Dir: m.Dir, Topology: m.Topology, Valid: m.Supports.Valid,
-		Env: m.Env, InitTimeout: m.InitTimeout}
+		Env: m.Env, InitTimeout: m.InitTimeout, NoClock: m.Clock == ClockNone}
+}
+
+// The manifest's clock values.
+const (
+	ClockFaketime = "faketime"
+	ClockNone     = "none"
+)
+
+// ClockNA says why a clock fault cannot reach the manifest's client here ("" when it can): its
+// manifest says clock: none, or libfaketime is not installed.
+func (m *Manifest) ClockNA() string {
+	switch {
+	case m.Clock == ClockNone:
+		return "its manifest says clock: none (a runtime that libfaketime cannot move; docs/process-clients.md, clock-skew)"
+	case FaketimeLib() == "":
+		return "libfaketime, which moves a process client's clock, is not installed (make deps; docs/process-clients.md, clock-skew)"
+	}
+	return ""
 }
 
 // ErrMissing is wrapped by CheckRequires' errors: something the client needs is not installed.

@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"fmt"
 	"syscall"
 	"time"
 
@@ -112,6 +113,9 @@ func (l *Locker) Close() error {
 	case <-l.readDone:
 	case <-time.After(2 * time.Second):
 	}
+	if l.clock != nil {
+		l.clock.close()
+	}
 	if l.file != nil {
 		return l.file.Close()
 	}
@@ -119,10 +123,45 @@ func (l *Locker) Close() error {
 }
 
 var (
-	_ algorithms.Locker    = (*Locker)(nil)
-	_ algorithms.Validator = (*Locker)(nil)
-	_ algorithms.Pauser    = (*Locker)(nil)
-	_ algorithms.Killer    = (*Locker)(nil)
-	_ algorithms.Closer    = (*Locker)(nil)
-	_ algorithms.Starter   = (*Locker)(nil)
+	_ algorithms.Locker      = (*Locker)(nil)
+	_ algorithms.Validator   = (*Locker)(nil)
+	_ algorithms.Pauser      = (*Locker)(nil)
+	_ algorithms.Killer      = (*Locker)(nil)
+	_ algorithms.Closer      = (*Locker)(nil)
+	_ algorithms.Starter     = (*Locker)(nil)
+	_ algorithms.ClockSetter = (*Locker)(nil)
 )
+
+// SetClock moves the process's clock (libfaketime): offset ahead of the real clock. Its monotonic
+// clock moves with it, so the clock only ever steps forward: a heal (offset 0 after a skew ahead)
+// leaves it where it is until the run ends, as a step back would run every timer and interval in
+// the process backwards, which no real clock does. What cannot be applied — no libfaketime, a
+// client whose manifest says clock: none, libfaketime not loaded in the process, a clock behind, a
+// rate — breaks the client, so the run ends unknown rather than pass a fault that never reached it.
+func (l *Locker) SetClock(offset time.Duration, rate float64) error {
+	l.clockMu.Lock()
+	defer l.clockMu.Unlock()
+	switch {
+	case l.killed.Load() || l.closing.Load():
+		return nil // no process left to move
+	case l.clock == nil && l.spec.NoClock:
+		return l.fail("cannot have its clock moved: its manifest says clock: none (docs/process-clients.md, clock-skew)")
+	case l.clock == nil:
+		return l.fail("cannot have its clock moved: libfaketime is not installed (apt-get install libfaketime, or make deps)")
+	case rate != 1:
+		return l.fail(fmt.Sprintf("cannot have its clock run at rate %g: libfaketime counts a rate from the process's start", rate))
+	case offset == l.clock.offset:
+		return nil
+	case offset < l.clock.offset && offset == 0:
+		return nil // the heal: the process's clock stays ahead (see above)
+	case offset < l.clock.offset:
+		return l.fail(fmt.Sprintf("cannot have its clock set %v (now %v): libfaketime would step its monotonic clock back too", offset, l.clock.offset))
+	}
+	if l.cmd.Process == nil || !loaded(l.cmd.Process.Pid, l.clock.lib) {
+		return l.fail(fmt.Sprintf("cannot have its clock moved: %s is not loaded in it (a static binary, or a runtime that drops LD_PRELOAD: say clock: none in its manifest)", l.clock.lib))
+	}
+	if err := l.clock.write(offset); err != nil {
+		return l.fail(fmt.Sprintf("cannot have its clock moved: %v", err))
+	}
+	return nil
+}

@@ -281,3 +281,26 @@ func TestKilledHarnessLeavesNoClient(t *testing.T) {
 		t.Errorf("process clients survive SIGKILL of the harness: %v", left)
 	}
 }
+
+// TestProcessClientClockSkew: clock-skew reaches a Python process client's own clock (libfaketime):
+// seed 000's timestamp lock, written in Python, is caught (unsafe, service class), as the Go getset
+// is. Without libfaketime the same cell ends unknown — the skew could not reach the process — never
+// safe. Real redis-server.
+func TestProcessClientClockSkew(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs real servers")
+	}
+	manifest := testdata(t, "timestamp_lock.yaml")
+	code, stdout, stderr := lockchaos(t, "run", "--algorithm", manifest, "--scenario", "clock-skew", "--seed", "1",
+		"--out", t.TempDir(), "--quiet", "--expect", "Us")
+	skipWithoutProcessClient(t, code, stderr)
+	if code != 0 || !strings.Contains(stdout, "clock was skewed") {
+		t.Errorf("timestamp-lock × clock-skew: exit %d, %s %s; want unsafe (service class), the skewed client's takeover named", code, stdout, stderr)
+	}
+	t.Setenv("LOCKCHAOS_FAKETIME_LIB", "")
+	code, stdout, stderr = lockchaos(t, "run", "--algorithm", manifest, "--scenario", "clock-skew", "--seed", "1",
+		"--out", t.TempDir(), "--quiet")
+	if code != exitHarness || !strings.Contains(stdout, "unknown") || !strings.Contains(stdout+stderr, "cannot have its clock moved") {
+		t.Errorf("without libfaketime: exit %d, %s %s; want unknown, the client unable to have its clock moved", code, stdout, stderr)
+	}
+}

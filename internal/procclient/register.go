@@ -16,13 +16,10 @@ import (
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
-// clockSkew is the scenario a process client cannot be put through unless its manifest says what
-// it measured there: the fault skews the clocks the harness gives its built-in locks, and no
-// process's (libfaketime moves a Python or JVM process's monotonic clock too, or breaks it).
-const (
-	clockSkew      = "clock-skew"
-	skewNotApplied = "the skew cannot be applied to a process client's own clock here (docs/process-clients.md, clock-skew)"
-)
+// clockSkew is the scenario a process client is put through by libfaketime (process.Locker's
+// SetClock); where that cannot reach it (Manifest.ClockNA), the cell is n/a unless its manifest
+// says what it measured there.
+const clockSkew = "clock-skew"
 
 var (
 	mu         sync.Mutex
@@ -51,7 +48,9 @@ func Register(m *process.Manifest) error {
 		codes[scen] = e.Code()
 	}
 	if _, ok := codes[clockSkew]; !ok {
-		codes[clockSkew] = "-: " + skewNotApplied
+		if why := m.ClockNA(); why != "" {
+			codes[clockSkew] = "-: the skew cannot reach this process client's clock: " + why
+		}
 	}
 	for scen, code := range scenarios.FamilyNA(family(m)) {
 		if _, ok := codes[scen]; !ok {

@@ -1,11 +1,16 @@
 package procclient
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/algorithms/process"
+	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -87,15 +92,56 @@ func TestShippedSQLClient(t *testing.T) {
 			t.Errorf("%s × session-kill n/a %v (%q), want %v", alg, got, c.NA, na)
 		}
 	}
-	// clock-skew is n/a for a process client unless its manifest says what it measured there
-	// (userlock's does; psycopg2-advisory's session lock has nothing the skew could act on).
-	for alg, na := range map[string]bool{"redis-py": true, "kazoo": true, "curator": true, "psycopg2-advisory": true, "userlock": false} {
+	// clock-skew reaches a process client through libfaketime (installed by make deps): no shipped
+	// client is n/a there.
+	if process.FaketimeLib() == "" {
+		testenv.Missing(t, testenv.RequireServers, "libfaketime is not installed (make deps)")
+	}
+	for _, alg := range []string{"redis-py", "kazoo", "curator", "psycopg2-advisory", "userlock", "tooz-redis"} {
 		c, err := skew.Cell(alg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := c.NA != ""; got != na {
-			t.Errorf("%s × clock-skew n/a %v (%q), want %v", alg, got, c.NA, na)
+		if c.NA != "" {
+			t.Errorf("%s × clock-skew n/a (%q), want it run (libfaketime moves the process's clock)", alg, c.NA)
 		}
+	}
+}
+
+// TestClockSkewNA: clock-skew is n/a, with the reason, for a client whose manifest says clock: none
+// and for any client where libfaketime is not installed — unless its manifest says what it measured.
+func TestClockSkewNA(t *testing.T) {
+	skew, err := scenarios.Lookup("clock-skew")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name, extra string) string {
+		p := filepath.Join(dir, name+".yaml")
+		body := "name: " + name + "\ncommand: [/bin/true]\ntopology: redis-single\n" + extra
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	none := write("clock-none-client", "clock: none\n")
+	measured := write("clock-measured-client", "clock: none\nexpect:\n  clock-skew: {verdict: S}\n")
+	t.Setenv("LOCKCHAOS_FAKETIME_LIB", "")
+	nolib := write("no-faketime-client", "")
+	for path, want := range map[string]string{none: "clock: none", nolib: "libfaketime", measured: ""} {
+		name, err := RegisterFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := skew.Cell(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (want == "") != (c.NA == "") || !strings.Contains(c.NA, want) {
+			t.Errorf("%s × clock-skew n/a %q, want %q in it (\"\" = run)", name, c.NA, want)
+		}
+	}
+	if _, err := RegisterFile(write("bad-clock-client", "clock: sometimes\n")); err == nil || !strings.Contains(err.Error(), "want faketime") {
+		t.Errorf("clock: sometimes: %v, want an error naming the values", err)
 	}
 }

@@ -1,0 +1,110 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/internal/testenv"
+)
+
+// clockOf asks the clock.py client for the clock its process reads: time.time(), time.monotonic().
+func clockOf(t *testing.T, l *Locker) (wall, mono float64) {
+	t.Helper()
+	_, err := l.Acquire(context.Background())
+	if err == nil {
+		t.Fatal("clock.py granted an acquire")
+	}
+	i := strings.LastIndex(err.Error(), "clock ")
+	if i < 0 {
+		t.Fatalf("clock.py answered %v, want its clock", err)
+	}
+	if _, err := fmt.Sscanf(err.Error()[i:], "clock %f %f", &wall, &mono); err != nil {
+		t.Fatalf("parsing %q: %v", err.Error()[i:], err)
+	}
+	return wall, mono
+}
+
+// TestSetClockMovesTheProcess: SetClock moves a Python process's own clock through libfaketime —
+// time.time() and time.monotonic() both jump ahead by the offset — and a heal leaves it ahead
+// (a step back would run the process's monotonic clock backwards). A clock it cannot apply (one
+// behind, a rate) breaks the client instead of passing for applied.
+func TestSetClockMovesTheProcess(t *testing.T) {
+	if FaketimeLib() == "" {
+		testenv.Missing(t, testenv.RequireServers, "libfaketime is not installed (make deps)")
+	}
+	cfg := testCfg(t)
+	l, err := New(script("clock.py"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	w0, m0 := clockOf(t, l)
+	real0 := float64(time.Now().UnixNano()) / 1e9
+	if d := w0 - real0; d > 1 || d < -1 {
+		t.Fatalf("before any skew the process's wall clock is %.3f s off the real one", d)
+	}
+	const skew = 30 * time.Second
+	if err := l.SetClock(skew, 1); err != nil {
+		t.Fatal(err)
+	}
+	w1, m1 := clockOf(t, l)
+	real1 := float64(time.Now().UnixNano()) / 1e9
+	if d := w1 - real1; d < skew.Seconds()-1 || d > skew.Seconds()+1 {
+		t.Errorf("after SetClock(+%v) the process's time.time() is %.3f s ahead of the real clock, want %v", skew, d, skew)
+	}
+	if d := m1 - m0; d < skew.Seconds() {
+		t.Errorf("after SetClock(+%v) the process's time.monotonic() moved %.3f s, want at least %v (libfaketime moves it too)", skew, d, skew)
+	}
+	b, err := os.ReadFile(filepath.Join(cfg.Dir, "client-3.faketime"))
+	if err != nil || strings.TrimSpace(string(b)) != "+30.000000" {
+		t.Errorf("clock file %q (%v), want +30.000000", b, err)
+	}
+	if err := l.SetClock(0, 1); err != nil {
+		t.Fatalf("the heal: %v", err)
+	}
+	if w2, _ := clockOf(t, l); w2-float64(time.Now().UnixNano())/1e9 < skew.Seconds()-1 {
+		t.Errorf("after the heal the process's clock stepped back (%.3f s ahead), want it left %v ahead", w2-float64(time.Now().UnixNano())/1e9, skew)
+	}
+	if err := l.SetClock(time.Minute, 2); !errors.Is(err, algorithms.ErrBroken) || !strings.Contains(err.Error(), "rate") {
+		t.Errorf("SetClock at rate 2: %v, want the client broken, naming the rate", err)
+	}
+}
+
+// TestSetClockUnreachable: a client whose manifest says clock: none runs without libfaketime, and
+// a skew on it breaks the client, never passes for applied; one behind breaks it too.
+func TestSetClockUnreachable(t *testing.T) {
+	if FaketimeLib() == "" {
+		testenv.Missing(t, testenv.RequireServers, "libfaketime is not installed (make deps)")
+	}
+	spec := script("clock.py")
+	spec.NoClock = true
+	l, err := New(spec, testCfg(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.clock != nil || loaded(l.cmd.Process.Pid, FaketimeLib()) {
+		t.Error("a clock: none client was started with libfaketime")
+	}
+	if err := l.SetClock(time.Second, 1); !errors.Is(err, algorithms.ErrBroken) || !strings.Contains(err.Error(), "clock: none") {
+		t.Errorf("SetClock on a clock: none client: %v, want it broken, naming clock: none", err)
+	}
+	l2, err := New(script("clock.py"), testCfg(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	if !loaded(l2.cmd.Process.Pid, FaketimeLib()) {
+		t.Error("libfaketime is not loaded in a default client")
+	}
+	if err := l2.SetClock(-time.Second, 1); !errors.Is(err, algorithms.ErrBroken) || !strings.Contains(err.Error(), "back") {
+		t.Errorf("SetClock(-1s): %v, want the client broken (a step back)", err)
+	}
+}
