@@ -67,6 +67,10 @@ const (
 
 // Config is one run.
 type Config struct {
+	// Lock is the lock under test, as a value: its Info (locktest hands a user's factory down
+	// so, registered nowhere). When its New is nil the lock is the registered algorithm named
+	// Algorithm.
+	Lock      algorithms.Info
 	Algorithm string
 	Scenario  string
 	// Expected is the catalogue's expected verdict, recorded in the history's meta.
@@ -113,9 +117,18 @@ type Config struct {
 }
 
 func (c Config) withDefaults() (Config, algorithms.Info, error) {
-	info, err := algorithms.Lookup(c.Algorithm)
-	if err != nil {
-		return c, info, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	info := c.Lock
+	if info.New == nil {
+		var err error
+		if info, err = algorithms.Lookup(c.Algorithm); err != nil {
+			return c, info, fmt.Errorf("%w: %w", ErrBadConfig, err)
+		}
+	}
+	if c.Algorithm == "" {
+		c.Algorithm = info.Name
+	}
+	if len(info.Topologies) == 0 {
+		return c, info, fmt.Errorf("%w: algorithm %s lists no topology it runs on", ErrBadConfig, c.Algorithm)
 	}
 	if c.Backend == cluster.External {
 		if err := c.loadExternal(info); err != nil {

@@ -153,7 +153,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	x.rep = &Report{Algorithm: o.Algorithm, Topology: x.s.topology, TTL: d(o.TTL), Lease: d(x.s.lease),
 		Budget: d(o.Budget), Seed: o.Seed, Clients: o.Clients, Started: start.UTC().Format(time.RFC3339),
 		Version: o.Version, Experiments: x.s.plan(o)}
-	if x.s.topology == "zookeeper" {
+	if x.s.top.Family == "zookeeper" {
 		x.rep.SessionTimeout = d(x.s.session)
 	}
 	na := 0

@@ -53,11 +53,6 @@ func Register(m *process.Manifest) error {
 	if _, ok := codes[clockSkew]; !ok {
 		codes[clockSkew] = "-: " + skewNotApplied
 	}
-	for scen, code := range scenarios.FamilyNA(family(m)) {
-		if _, ok := codes[scen]; !ok {
-			codes[scen] = code
-		}
-	}
 	spec := m.Spec()
 	var once sync.Once
 	var reqErr error
@@ -67,6 +62,7 @@ func Register(m *process.Manifest) error {
 	}
 	algorithms.Register(algorithms.Info{
 		Name: m.Name, Summary: summary, Source: m.Source, Topologies: append([]string{m.Topology}, m.AlsoOn...),
+		Family: m.Family, Process: true,
 		New: func(cfg algorithms.Config) (algorithms.Locker, error) {
 			once.Do(func() { reqErr = m.CheckRequires() })
 			if reqErr != nil {
@@ -75,17 +71,9 @@ func Register(m *process.Manifest) error {
 			return process.Start(spec, cfg) // the harness waits for Ready: clients start side by side
 		},
 	})
-	scenarios.SetFamily(m.Name, family(m))
 	scenarios.Expect(m.Name, codes)
 	registered[m.Name] = m.Path
 	return nil
-}
-
-func family(m *process.Manifest) string {
-	if m.Family != "" {
-		return m.Family
-	}
-	return scenarios.TopologyFamily(m.Topology)
 }
 
 // RegisterFile loads and registers the manifest at path and returns the algorithm's name.

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/harness"
 	"github.com/lockchaos/lockchaos/history"
@@ -66,7 +65,7 @@ func Dir(out string, c scenarios.Cell, run int) string {
 func Config(c scenarios.Cell, o Options, run int) harness.Config {
 	w := c.Workload
 	cfg := harness.Config{
-		Algorithm: c.Algorithm, Scenario: c.Scenario, Expected: c.Expected,
+		Lock: c.Lock, Algorithm: c.Algorithm, Scenario: c.Scenario, Expected: c.Expected,
 		Topology: c.Topology, Nodes: c.Nodes, Backend: o.Backend, Proxies: o.Proxies,
 		Workload: harness.Workload{
 			Clients: w.Clients, TTL: w.TTL.D(), Hold: w.Hold.D(), Think: w.Think.D(),
@@ -80,7 +79,7 @@ func Config(c scenarios.Cell, o Options, run int) harness.Config {
 		Log: o.Log, ClusterFile: o.ClusterFile,
 		RedisImage: o.RedisImage, ZooKeeperImage: o.ZooKeeperImage, PostgresImage: o.PostgresImage, MariaDBImage: o.MariaDBImage, EtcdImage: o.EtcdImage,
 	}
-	if info, err := algorithms.Lookup(c.Algorithm); err == nil && info.Fenced && !info.FenceUnchecked {
+	if info := c.Lock; info.Fenced && !info.FenceUnchecked {
 		// A fenced algorithm is run as it is meant to be used: the resource checks its fences
 		// (except the fence-unchecked mutant's, whose point is that nobody checks them).
 		cfg.Fencing = true

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/harness"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/lcerr"
@@ -124,9 +125,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	topologies := make([]string, len(infos))
+	topologies := make([]cluster.Topology, len(infos))
 	for i, info := range infos {
-		topologies[i] = info.Topologies[0]
+		if topologies[i], err = cluster.LookupTopology(info.Topologies[0]); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrBadOptions, info.Name, err)
+		}
 	}
 	var plan Plan
 	var before *Report // the replayed soak's report, when it wrote one
