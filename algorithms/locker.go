@@ -92,7 +92,8 @@ type Config struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// SessionTimeout is the ZooKeeper session timeout (default TTL).
 	SessionTimeout time.Duration
-	// OpTimeout bounds one request to a server (default TTL/10, at least 50 ms).
+	// OpTimeout bounds one request to a server (default DefaultOpTimeout(TTL): TTL/4, at least
+	// 100 ms).
 	OpTimeout time.Duration
 	// RetryDelay is the pause between acquire attempts (default 10 ms; randomised where the
 	// algorithm says so).

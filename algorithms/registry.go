@@ -152,7 +152,7 @@ func (c Config) withDefaults() Config {
 		c.Name = "lock"
 	}
 	if c.OpTimeout == 0 {
-		c.OpTimeout = max(c.TTL/10, 50*time.Millisecond)
+		c.OpTimeout = DefaultOpTimeout(c.TTL)
 	}
 	if c.RetryDelay == 0 {
 		c.RetryDelay = 10 * time.Millisecond
@@ -166,3 +166,9 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
+
+// DefaultOpTimeout is the default bound of one request to a server for a lease of ttl (Config's
+// and the harness's: decided here once): a quarter of the lease, at least 100 ms — generous
+// enough for a loaded 2-core CI machine, short against the lease so that a black-holed request
+// fails well before the lease ends.
+func DefaultOpTimeout(ttl time.Duration) time.Duration { return max(ttl/4, 100*time.Millisecond) }

@@ -40,7 +40,7 @@ type Workload struct {
 	Fencing bool
 	// SessionTimeout is ZooKeeper's session timeout (default TTL).
 	SessionTimeout time.Duration
-	// OpTimeout bounds one request to a server (default max(TTL/4, 100ms)).
+	// OpTimeout bounds one request to a server (default algorithms.DefaultOpTimeout(TTL)).
 	OpTimeout time.Duration
 	// LockPerClient gives each client its own lock name, "lock-<client>", instead of the one
 	// shared "lock": clients never wait for each other, so a run measures the lock's command rate
@@ -185,9 +185,7 @@ func (c Config) withDefaults() (Config, algorithms.Info, error) {
 		c.ReleaseTimeout = c.AcquireTimeout
 	}
 	if c.OpTimeout == 0 {
-		// Generous enough for a loaded 2-core CI machine, short against the TTL so a black-holed
-		// request fails well before the lease ends.
-		c.OpTimeout = max(c.TTL/4, 100*time.Millisecond)
+		c.OpTimeout = algorithms.DefaultOpTimeout(c.TTL)
 	}
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = c.TTL

@@ -175,6 +175,7 @@ func (c *common) validate() error {
 func (c *common) options() runner.Options {
 	o := runner.Options{Out: c.out, Backend: c.backend, Proxies: c.proxy, Seed: c.seed,
 		Duration: c.duration, Clients: c.clients, TTL: c.ttl, Version: version,
-		RedisImage: c.redisImage, ZooKeeperImage: c.zkImage, PostgresImage: c.pgImage, MariaDBImage: c.mariadbImage, EtcdImage: c.etcdImage, ClusterFile: c.clusterFile, Full: c.full}
+		RedisImage: c.redisImage, ZooKeeperImage: c.zkImage, PostgresImage: c.pgImage, MariaDBImage: c.mariadbImage, EtcdImage: c.etcdImage, ClusterFile: c.clusterFile, Full: c.full,
+		ScenarioFile: c.scenarioFile}
 	return o
 }

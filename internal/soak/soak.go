@@ -207,9 +207,7 @@ func soakOne(ctx context.Context, o Options, plan Plan, info algorithms.Info) (A
 		return ar, fmt.Errorf("%w: %w", ErrBadOptions, err)
 	}
 	ro := runner.Options{Out: o.Out, Backend: o.Backend, Proxies: o.Proxies, Seed: plan.Seed, Version: o.Version,
-		CheckTimeout: o.CheckTimeout, ClusterFile: o.ClusterFile, Full: true,
-		Command: fmt.Sprintf("lockchaos run --algorithm %s --scenario-file %s --scenario soak --seed %d --full",
-			info.Name, filepath.Join(o.Out, PlanFile), plan.Seed)}
+		CheckTimeout: o.CheckTimeout, ClusterFile: o.ClusterFile, Full: true, ScenarioFile: filepath.Join(o.Out, PlanFile)}
 	dir := runner.Dir(o.Out, cell, 0)
 	// A soak's directory holds one soak: the live check must not read an earlier history there.
 	if err := os.RemoveAll(dir); err != nil {
