@@ -54,21 +54,21 @@ var traitWants = map[Trait]string{
 // It is made from the registration in the topology's own file (registerTopology).
 type Topology struct {
 	// Name is the topology's name in specs, flags and histories.
-	Name string
+	Name string `json:"name"`
 	// Family names the scenario variants a lock on the topology runs by default ("redis",
 	// "redlock", "zookeeper", "etcd", "sql", "redis-cluster"): the variants act on what the
 	// servers speak and hold.
-	Family string
+	Family string `json:"family"`
 	// Kind is the kind of server the clients' lock traffic reaches (redis, zookeeper, etcd,
 	// postgres, pgbouncer, mariadb).
-	Kind Kind
+	Kind Kind `json:"kind"`
 	// Wire is the protocol lockchaos parses on the clients' links (protoRESP, protoZooKeeper),
 	// "" when it parses none: faults aimed at a command on the wire cannot reach such a link.
-	Wire string
+	Wire string `json:"wire,omitempty"`
 	// Traits are what the topology's servers can show or suffer.
-	Traits []Trait
+	Traits []Trait `json:"traits"`
 	// Docker says the docker backend runs the topology (its kinds have containers).
-	Docker bool
+	Docker bool `json:"docker"`
 }
 
 // Has reports whether the topology has trait tr.
