@@ -57,6 +57,8 @@ type Options struct {
 	Replay string
 	// Emit writes the faults of each algorithm's first violation, shrunk, as a scenario file.
 	Emit bool
+	// Topology runs every algorithm on this one of its topologies [each its first].
+	Topology string
 	// Clients and TTL change the workload [5, 500ms].
 	Clients int
 	TTL     time.Duration
@@ -109,9 +111,20 @@ func (o Options) withDefaults() (Options, []algorithms.Info, error) {
 		if slices.ContainsFunc(infos, func(i algorithms.Info) bool { return i.Name == a }) {
 			return o, nil, fmt.Errorf("%w: %s is named twice in --algorithms", ErrBadOptions, a)
 		}
+		if o.Topology != "" && !slices.Contains(info.Topologies, o.Topology) {
+			return o, nil, fmt.Errorf("%w: %s does not run on topology %s (it runs on %s)", ErrBadOptions, a, o.Topology, strings.Join(info.Topologies, ", "))
+		}
 		infos = append(infos, info)
 	}
 	return o, infos, nil
+}
+
+// topologyOf is the topology info's soak runs on: Options.Topology, else its first.
+func (o Options) topologyOf(info algorithms.Info) string {
+	if o.Topology != "" {
+		return o.Topology
+	}
+	return info.Topologies[0]
 }
 
 // Run soaks each algorithm in turn on one plan and writes Out/plan.yaml (first, before any
@@ -127,7 +140,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	topologies := make([]cluster.Topology, len(infos))
 	for i, info := range infos {
-		if topologies[i], err = cluster.LookupTopology(info.Topologies[0]); err != nil {
+		if topologies[i], err = cluster.LookupTopology(o.topologyOf(info)); err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrBadOptions, info.Name, err)
 		}
 	}
@@ -169,7 +182,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var herr error
 	for _, info := range infos {
 		if ctx.Err() != nil {
-			rep.Algorithms = append(rep.Algorithms, AlgorithmResult{Algorithm: info.Name, Topology: info.Topologies[0],
+			rep.Algorithms = append(rep.Algorithms, AlgorithmResult{Algorithm: info.Name, Topology: o.topologyOf(info),
 				NotRun: "the soak was interrupted before it"})
 			continue
 		}
@@ -201,8 +214,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 // soakOne runs one algorithm on the plan, watching its history as it is written, and sums up its
 // outcome.
 func soakOne(ctx context.Context, o Options, plan Plan, info algorithms.Info) (AlgorithmResult, error) {
-	ar := AlgorithmResult{Algorithm: info.Name, Topology: info.Topologies[0]}
-	cell, err := plan.Cell(info.Name)
+	ar := AlgorithmResult{Algorithm: info.Name, Topology: o.topologyOf(info)}
+	cell, err := plan.CellFor(info, o.Topology)
 	if err != nil {
 		return ar, fmt.Errorf("%w: %w", ErrBadOptions, err)
 	}
