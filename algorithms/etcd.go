@@ -252,11 +252,12 @@ func etcdDefinite(err error) bool {
 
 func init() {
 	Register(Info{
-		Name:       "etcd",
-		Summary:    "etcd's concurrency.Mutex in a session of ceil(TTL) seconds; fence = the lock key's create revision.",
-		Source:     "go.etcd.io/etcd/client/v3/concurrency v3.5.35; Jepsen etcd 3.4.3",
-		Topologies: []string{topoEtcd},
-		Points:     []string{"release:before-delete"},
+		Name:        "etcd",
+		ReferenceOn: []string{"etcd"},
+		Summary:     "etcd's concurrency.Mutex in a session of ceil(TTL) seconds; fence = the lock key's create revision.",
+		Source:      "go.etcd.io/etcd/client/v3/concurrency v3.5.35; Jepsen etcd 3.4.3",
+		Topologies:  []string{topoEtcd},
+		Points:      []string{"release:before-delete"},
 		// Every grant carries its fence, but Fenced stays false: the catalogue runs etcd as
 		// Jepsen did and as most users deploy it, with a resource that does not check fences.
 		New: newEtcd,

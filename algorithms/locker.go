@@ -96,7 +96,8 @@ type Config struct {
 	Routes map[string]string
 	// SessionTimeout is the ZooKeeper session timeout (default TTL).
 	SessionTimeout time.Duration
-	// OpTimeout bounds one request to a server (default TTL/10, at least 50 ms).
+	// OpTimeout bounds one request to a server (default DefaultOpTimeout(TTL): TTL/4, at least
+	// 100 ms).
 	OpTimeout time.Duration
 	// RetryDelay is the pause between acquire attempts (default 10 ms; randomised where the
 	// algorithm says so).

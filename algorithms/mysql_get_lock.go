@@ -255,7 +255,8 @@ func nullString(v sql.NullInt64) string {
 
 func init() {
 	Register(Info{
-		Name: "mysql-get-lock",
+		Name:        "mysql-get-lock",
+		ReferenceOn: []string{"mariadb"},
 		Summary: "MariaDB/MySQL user-level lock: GET_LOCK(name, timeout) on a connection of its own, " +
 			"RELEASE_LOCK to release; no TTL, Valid asks the server (IS_USED_LOCK = CONNECTION_ID()).",
 		Source:     "MariaDB docs (GET_LOCK, RELEASE_LOCK, IS_USED_LOCK), go-sql-driver/mysql v1.10",

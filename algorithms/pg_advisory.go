@@ -286,7 +286,8 @@ func (l *pgAdvisoryLocker) Release(ctx context.Context, lease Lease) error {
 
 func init() {
 	Register(Info{
-		Name: "pg-advisory",
+		Name:        "pg-advisory",
+		ReferenceOn: []string{"postgres", "postgres-pgbouncer", "postgres-standby"},
 		Summary: "PostgreSQL session advisory lock: pg_advisory_lock(key) on a connection of its own, " +
 			"pg_advisory_unlock to release; no TTL, Valid asks the server (pg_locks).",
 		Source:     "PostgreSQL docs §9.27.10 (advisory lock functions), jackc/pgx v5",

@@ -226,11 +226,12 @@ func (l *redlockLocker) Release(ctx context.Context, lease Lease) error {
 
 func init() {
 	Register(Info{
-		Name:       "redlock",
-		Summary:    "Redlock over N independent masters: quorum N/2+1, validity = TTL − elapsed − drift, release on all.",
-		Source:     "seed 003 (RedLock PHP class) and the Redis distlock page (redis.io)",
-		Topologies: []string{topoRedisMulti},
-		Points:     []string{"acquire:after-quorum", "release:before-del"},
-		New:        newRedlock,
+		Name:        "redlock",
+		ReferenceOn: []string{"redis-multi"},
+		Summary:     "Redlock over N independent masters: quorum N/2+1, validity = TTL − elapsed − drift, release on all.",
+		Source:      "seed 003 (RedLock PHP class) and the Redis distlock page (redis.io)",
+		Topologies:  []string{topoRedisMulti},
+		Points:      []string{"acquire:after-quorum", "release:before-del"},
+		New:         newRedlock,
 	})
 }

@@ -3,6 +3,7 @@ package algorithms
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -31,6 +32,15 @@ type Info struct {
 	Mutant string
 	// Removed says, for a mutant, the one mechanism removed from the real algorithm.
 	Removed string
+	// Family, when set, names the scenario variants the lock runs instead of its first
+	// topology's (cluster.Topology.Family): a process client's manifest may say so.
+	Family string
+	// ReferenceOn lists the topologies on which this is the reference lock: the one whose
+	// expectations a user's lock there is held to (locktest.WithExpectationsOf's default) and
+	// whose n/a reasons it shares. Each topology has one.
+	ReferenceOn []string
+	// Process is true for a process client (algorithms/process): its clock is its process's.
+	Process bool
 	// New builds one client's Locker.
 	New func(Config) (Locker, error)
 }
@@ -47,7 +57,26 @@ func Register(info Info) {
 	if _, dup := registry[info.Name]; dup {
 		panic("algorithms: duplicate " + info.Name)
 	}
+	for _, t := range info.ReferenceOn {
+		for _, other := range registry {
+			if slices.Contains(other.ReferenceOn, t) {
+				panic("algorithms: " + info.Name + " and " + other.Name + " are both the reference on " + t)
+			}
+		}
+	}
 	registry[info.Name] = info
+}
+
+// Reference returns the reference lock of topology (Info.ReferenceOn).
+func Reference(topology string) (Info, error) {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	for _, info := range registry {
+		if slices.Contains(info.ReferenceOn, topology) {
+			return info, nil
+		}
+	}
+	return Info{}, fmt.Errorf("topology %q has no reference lock", topology)
 }
 
 // Unregister removes an algorithm added by Register; an unknown name is ignored. It is for
@@ -123,7 +152,7 @@ func (c Config) withDefaults() Config {
 		c.Name = "lock"
 	}
 	if c.OpTimeout == 0 {
-		c.OpTimeout = max(c.TTL/10, 50*time.Millisecond)
+		c.OpTimeout = DefaultOpTimeout(c.TTL)
 	}
 	if c.RetryDelay == 0 {
 		c.RetryDelay = 10 * time.Millisecond
@@ -137,3 +166,9 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
+
+// DefaultOpTimeout is the default bound of one request to a server for a lease of ttl (Config's
+// and the harness's: decided here once): a quarter of the lease, at least 100 ms — generous
+// enough for a loaded 2-core CI machine, short against the lease so that a black-holed request
+// fails well before the lease ends.
+func DefaultOpTimeout(ttl time.Duration) time.Duration { return max(ttl/4, 100*time.Millisecond) }

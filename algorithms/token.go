@@ -106,11 +106,12 @@ func releaseToken(ctx context.Context, b *redisBase, alg string, lease Lease) er
 
 func init() {
 	Register(Info{
-		Name:       "token",
-		Summary:    "SET key random NX PX ttl; release by Lua compare-and-delete.",
-		Source:     "seed 003 (redis分布式锁详解: random value and the Lua release script)",
-		Topologies: []string{topoRedisSingle, topoRedisSentinel, topoRedisCluster},
-		Points:     []string{"acquire:after-set", "release:before-del"},
-		New:        newToken,
+		Name:        "token",
+		ReferenceOn: []string{"redis-single", "redis-sentinel", "redis-cluster"},
+		Summary:     "SET key random NX PX ttl; release by Lua compare-and-delete.",
+		Source:      "seed 003 (redis分布式锁详解: random value and the Lua release script)",
+		Topologies:  []string{topoRedisSingle, topoRedisSentinel, topoRedisCluster},
+		Points:      []string{"acquire:after-set", "release:before-del"},
+		New:         newToken,
 	})
 }

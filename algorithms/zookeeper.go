@@ -535,11 +535,12 @@ func (l *zkLocker) deleteProtected(guid string) {
 
 func init() {
 	Register(Info{
-		Name:       "zookeeper",
-		Summary:    "Ephemeral sequential node, watch only the predecessor, delete on release; session loss = lock loss.",
-		Source:     "seed 001 (从构建分布式秒杀系统聊聊分布式锁: Curator InterProcessMutex)",
-		Topologies: []string{topoZooKeeper},
-		Points:     []string{"acquire:after-create", "release:before-delete"},
-		New:        newZooKeeper,
+		Name:        "zookeeper",
+		ReferenceOn: []string{"zookeeper"},
+		Summary:     "Ephemeral sequential node, watch only the predecessor, delete on release; session loss = lock loss.",
+		Source:      "seed 001 (从构建分布式秒杀系统聊聊分布式锁: Curator InterProcessMutex)",
+		Topologies:  []string{topoZooKeeper},
+		Points:      []string{"acquire:after-create", "release:before-delete"},
+		New:         newZooKeeper,
 	})
 }

@@ -58,6 +58,7 @@ func init() {
 		external:    externalMembers(KindEtcd, Etcd),
 	})
 	registerTopology(Etcd, topology{
+		family: "etcd", clients: KindEtcd, traits: []Trait{TraitQuorum},
 		nodes: func(n int) (int, error) {
 			switch {
 			case n == 0:

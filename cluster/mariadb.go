@@ -78,6 +78,7 @@ func init() {
 		external:    oneExternalServer(KindMariaDB, MariaDB),
 	})
 	registerTopology(MariaDB, topology{
+		family: "sql", clients: KindMariaDB,
 		nodes:        oneServer(MariaDB),
 		needs:        mariadbRequirements,
 		containers:   []Kind{KindMariaDB},

@@ -44,6 +44,7 @@ func init() {
 		wireSupport: "not parsed: the PostgreSQL protocol, as the server's",
 	})
 	registerTopology(PostgresPgBouncer, topology{
+		family: "sql", clients: KindPgBouncer, traits: []Trait{TraitPooler},
 		nodes: oneServer(PostgresPgBouncer),
 		needs: func() []Requirement {
 			return append(pgRequirements(), withVersion(checkFile(pgBouncerBin, "pgbouncer"), pgBouncerVersion))

@@ -75,6 +75,7 @@ func init() {
 		external:    oneExternalServer(KindPostgres, Postgres),
 	})
 	registerTopology(Postgres, topology{
+		family: "sql", clients: KindPostgres,
 		nodes:        oneServer(Postgres),
 		needs:        pgRequirements,
 		containers:   []Kind{KindPostgres},

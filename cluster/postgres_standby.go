@@ -25,6 +25,7 @@ const PostgresStandby = "postgres-standby"
 
 func init() {
 	registerTopology(PostgresStandby, topology{
+		family: "sql", clients: KindPostgres,
 		nodes: func(n int) (int, error) {
 			if n != 0 && n != 2 {
 				return n, fmt.Errorf("postgres-standby with %d nodes (it is a primary and one standby: leave nodes at 0)", n)

@@ -51,6 +51,7 @@ func init() {
 		},
 	})
 	registerTopology(RedisSingle, topology{
+		family: "redis", clients: KindRedis, traits: []Trait{TraitKeyExpiry},
 		nodes:      func(int) (int, error) { return 1, nil }, // Spec.Nodes is ignored
 		needs:      redisNeeds,
 		doctor:     redisDoctor,
@@ -59,6 +60,7 @@ func init() {
 		master:     firstNode,
 	})
 	registerTopology(RedisMulti, topology{
+		family: "redlock", clients: KindRedis, traits: []Trait{TraitKeyExpiry, TraitQuorum},
 		nodes: func(n int) (int, error) {
 			if n == 0 {
 				return DefaultRedisMultiNodes, nil

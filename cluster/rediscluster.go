@@ -37,6 +37,7 @@ const redisClusterNodeTimeout = 500 * time.Millisecond
 
 func init() {
 	registerTopology(RedisCluster, topology{
+		family: "redis", clients: KindRedis, traits: []Trait{TraitKeyExpiry},
 		nodes: func(n int) (int, error) {
 			if n != 0 && n != 2*redisClusterMasters {
 				return n, fmt.Errorf("redis-cluster with %d nodes (it is 3 masters + 3 replicas: leave nodes at 0)", n)

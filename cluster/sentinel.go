@@ -29,6 +29,7 @@ func init() {
 		beside:   KindRedis,
 	})
 	registerTopology(RedisSentinel, topology{
+		family: "redis", clients: KindRedis, traits: []Trait{TraitKeyExpiry},
 		nodes: func(int) (int, error) { return 2, nil }, // the master and its replica; Spec.Nodes is ignored
 		needs: func() []Requirement {
 			return []Requirement{checkCommand(redisServerBin, "redis-server"), checkCommand(redisSentinelBin, "redis-sentinel")}

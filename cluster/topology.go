@@ -11,6 +11,13 @@ import (
 // own file (redis.go, sentinel.go, zookeeper.go, etcd.go, ...) with registerTopology: adding a
 // topology is adding a file, with no case to add in a switch elsewhere.
 type topology struct {
+	// family names the scenario variants a lock on the topology runs by default (Topology.Family).
+	family string
+	// clients is the kind of server the clients' lock traffic reaches (Topology.Kind).
+	clients Kind
+	// traits are what the topology declares it can show beyond what its functions below imply
+	// (Topology.Traits: a leader, sessions, an idle timeout, replication follow from them).
+	traits []Trait
 	// nodes validates Spec.Nodes and returns it with its default filled in.
 	nodes func(n int) (int, error)
 	// needs lists what this machine must have (the servers' binaries), checked by every local
@@ -61,6 +68,9 @@ var topologyRegistry = map[string]topology{}
 func registerTopology(name string, t topology) {
 	if _, dup := topologyRegistry[name]; dup {
 		panic("cluster: duplicate topology " + name)
+	}
+	if t.family == "" || t.clients == "" {
+		panic("cluster: topology " + name + " says not what family its locks are of or what kind of server its clients reach")
 	}
 	topologyRegistry[name] = t
 	if !slices.Contains(Topologies, name) {

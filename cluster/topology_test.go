@@ -82,3 +82,37 @@ func TestKindsRegistered(t *testing.T) {
 		}
 	}
 }
+
+// TestTopologyDescriptors: every topology describes itself (family, the kind its clients reach,
+// whether that kind is parsed on the wire), and the traits follow what it registered: sessions
+// where it can end them, replication where it can fail over, and a wire protocol exactly where
+// its clients' kind has one.
+func TestTopologyDescriptors(t *testing.T) {
+	all := AllTopologies()
+	if len(all) != len(Topologies) {
+		t.Fatalf("AllTopologies has %d, Topologies %d", len(all), len(Topologies))
+	}
+	for _, d := range all {
+		tp := topologyRegistry[d.Name]
+		if d.Family == "" || d.Kind == "" {
+			t.Errorf("%s: family %q, kind %q", d.Name, d.Family, d.Kind)
+		}
+		if d.Has(TraitSessions) != (tp.killSessions != nil) || d.Has(TraitReplication) != (tp.replication != nil) {
+			t.Errorf("%s: traits %v disagree with its registration", d.Name, d.Traits)
+		}
+		if (d.Wire == "") != (d.WireLacks() != "") {
+			t.Errorf("%s: wire %q but WireLacks %q", d.Name, d.Wire, d.WireLacks())
+		}
+		got, err := LookupTopology(d.Name)
+		if err != nil || got.Name != d.Name {
+			t.Errorf("LookupTopology(%s) = %v, %v", d.Name, got.Name, err)
+		}
+	}
+	if _, err := LookupTopology("redis-nowhere"); err == nil {
+		t.Error("LookupTopology of an unknown topology: want an error")
+	}
+	pg, _ := LookupTopology(PostgresStandby)
+	if pg.Family != "sql" || !pg.Has(TraitSessions) || pg.Lacks(TraitPooler) == "" {
+		t.Errorf("postgres-standby: %+v, want the sql family, sessions, no pooler", pg)
+	}
+}

@@ -39,6 +39,7 @@ func init() {
 		external:    externalMembers(KindZooKeeper, ZooKeeper),
 	})
 	registerTopology(ZooKeeper, topology{
+		family: "zookeeper", clients: KindZooKeeper, traits: []Trait{TraitQuorum},
 		nodes: func(n int) (int, error) {
 			if n == 0 {
 				n = DefaultZooKeeperNodes

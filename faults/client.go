@@ -21,17 +21,18 @@ type slowRelease struct{}
 type clientStall struct{}
 
 func init() {
-	register(clientStall{})
-	register(clientPause{})
-	register(clientCrash{})
-	register(clockSkew{})
-	register(slowRelease{})
+	Register(clientStall{})
+	Register(clientPause{})
+	Register(clientCrash{})
+	Register(clockSkew{})
+	Register(slowRelease{})
 }
 
-func (clientPause) Name() string    { return "client-pause" }
-func (clientPause) Blocks() bool    { return true }
-func (clientPause) needsPoint()     {}
-func (clientPause) targetsClients() {}
+func (clientPause) Available(t cluster.Topology) string { return everywhere(t) }
+func (clientPause) Name() string                        { return "client-pause" }
+func (clientPause) Blocks() bool                        { return true }
+func (clientPause) needsPoint()                         {}
+func (clientPause) targetsClients()                     {}
 func (clientPause) validate(s Spec) error {
 	if s.For <= 0 {
 		return errors.New("fault client-pause: for must be > 0 (e.g. for: 1.2s, more than the TTL)")
@@ -84,10 +85,11 @@ func pauseProcesses(env Env, clients []int) (Heal, error) {
 	return resume, nil
 }
 
-func (clientStall) Name() string    { return "client-stall" }
-func (clientStall) Blocks() bool    { return true }
-func (clientStall) needsPoint()     {}
-func (clientStall) targetsClients() {}
+func (clientStall) Available(t cluster.Topology) string { return everywhere(t) }
+func (clientStall) Name() string                        { return "client-stall" }
+func (clientStall) Blocks() bool                        { return true }
+func (clientStall) needsPoint()                         {}
+func (clientStall) targetsClients()                     {}
 func (clientStall) validate(s Spec) error {
 	if s.For <= 0 {
 		return errors.New("fault client-stall: for must be > 0 (e.g. for: 800ms, more than the TTL)")
@@ -106,11 +108,12 @@ func (clientStall) Describe(t Target) string {
 // as a holder cut off by a partition does while it still believes it holds.
 func (clientStall) Inject(context.Context, Env, Target) (Heal, error) { return nil, nil }
 
-func (clientCrash) Name() string    { return "client-crash" }
-func (clientCrash) Blocks() bool    { return true }
-func (clientCrash) Forever() bool   { return true }
-func (clientCrash) needsPoint()     {}
-func (clientCrash) targetsClients() {}
+func (clientCrash) Available(t cluster.Topology) string { return everywhere(t) }
+func (clientCrash) Name() string                        { return "client-crash" }
+func (clientCrash) Blocks() bool                        { return true }
+func (clientCrash) Forever() bool                       { return true }
+func (clientCrash) needsPoint()                         {}
+func (clientCrash) targetsClients()                     {}
 
 func (clientCrash) Describe(t Target) string { return "crashed at " + t.Point }
 
@@ -168,8 +171,9 @@ func silence(ctx context.Context, env Env, t Target, toxic string, attrs map[str
 // resumeSettle is how long a silenced client's heal waits for toxiproxy's closes to arrive.
 const resumeSettle = 20 * time.Millisecond
 
-func (clockSkew) Name() string    { return "clock-skew" }
-func (clockSkew) targetsClients() {}
+func (clockSkew) Available(t cluster.Topology) string { return everywhere(t) }
+func (clockSkew) Name() string                        { return "clock-skew" }
+func (clockSkew) targetsClients()                     {}
 
 func (clockSkew) Describe(t Target) string { return fmt.Sprintf("clock offset %s", t.Amount) }
 
@@ -196,9 +200,10 @@ func (clockSkew) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
 	}, nil
 }
 
-func (slowRelease) Name() string    { return "slow-release" }
-func (slowRelease) needsPoint()     {}
-func (slowRelease) targetsClients() {}
+func (slowRelease) Available(t cluster.Topology) string { return everywhere(t) }
+func (slowRelease) Name() string                        { return "slow-release" }
+func (slowRelease) needsPoint()                         {}
+func (slowRelease) targetsClients()                     {}
 
 func (slowRelease) Describe(t Target) string {
 	return fmt.Sprintf("latency %s on the releasing client's links", t.Amount)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockchaos/lockchaos/cluster"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,7 +18,7 @@ import (
 // why the getset lock, whose expiry lives in the value and on the clients' clocks, is immune.
 type clockJump struct{}
 
-func init() { register(clockJump{}) }
+func init() { Register(clockJump{}) }
 
 // jumpScript returns {shifted, expired}; ARGV[2] is the glob of the keys it may touch. SCAN inside
 // a script is allowed since Redis 5 (effects replication).
@@ -43,6 +44,10 @@ repeat
 until cursor == "0"
 return {shifted, expired}
 `)
+
+// Available: the jump shifts key TTLs, so it needs a topology whose lock keys expire on a
+// server clock (Redis); a session or a row timed by now() has no key to shift.
+func (clockJump) Available(t cluster.Topology) string { return t.Lacks(cluster.TraitKeyExpiry) }
 
 func (clockJump) Name() string { return "clock-jump" }
 

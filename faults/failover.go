@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockchaos/lockchaos/cluster"
 )
 
 // failover reproduces the Redis master/replica failure of the seed articles and the Redis distlock
@@ -20,7 +21,10 @@ import (
 //	clients ──▶ ✗ master      replica ★ master  (fired: kill; the replica is promoted)
 type failover struct{}
 
-func init() { register(failover{}) }
+func init() { Register(failover{}) }
+
+// Available: a failover needs a replica to promote.
+func (failover) Available(t cluster.Topology) string { return t.Lacks(cluster.TraitReplication) }
 
 func (failover) Name() string { return "failover" }
 

@@ -39,6 +39,9 @@ type Kind interface {
 	// Inject applies one occurrence. It returns how to heal it, or nil for faults that need no
 	// healing (a kill) or heal themselves.
 	Inject(ctx context.Context, env Env, t Target) (Heal, error)
+	// Available returns "" when the kind can act on topology t, else why not (one line, the
+	// reason a cell is n/a). It asks the topology's traits, never its name.
+	Available(t cluster.Topology) string
 }
 
 // Blocker is a Kind that stops the triggering client at its point: the nemesis holds the client
@@ -74,7 +77,43 @@ type validator interface{ validate(Spec) error }
 
 var kinds = map[string]Kind{}
 
-func register(k Kind) { kinds[k.Name()] = k }
+// Register adds a fault kind; call it from init in the kind's own file. A duplicate name panics (a
+// programming error).
+func Register(k Kind) {
+	if _, dup := kinds[k.Name()]; dup {
+		panic("faults: duplicate kind " + k.Name())
+	}
+	kinds[k.Name()] = k
+}
+
+// Unavailable returns "" when fault s can act on topology t, else why not: its kind's reason, or
+// that its wire aim cannot reach links lockchaos does not parse, or that its node selector names
+// a node the topology does not have. The catalogue, soak, explore, locktest and process clients
+// all ask it, so they agree on where a fault applies.
+func Unavailable(s Spec, t cluster.Topology) string {
+	k, ok := kinds[s.Kind]
+	if !ok {
+		return "unknown fault kind " + s.Kind
+	}
+	if why := k.Available(t); why != "" {
+		return s.Kind + ": " + why
+	}
+	if s.Wire != nil {
+		if why := t.WireLacks(); why != "" {
+			return s.Kind + " at a command on the wire: " + why
+		}
+	}
+	if s.Nodes == "leader" {
+		if why := t.Lacks(cluster.TraitLeader); why != "" {
+			return s.Kind + " on the leader: " + why
+		}
+	}
+	return ""
+}
+
+// everywhere is the Available of a kind that acts on any topology: a client's own steps, its
+// clock, or its links (every client link is proxied).
+func everywhere(cluster.Topology) string { return "" }
 
 // KindNames lists the fault kinds, sorted.
 func KindNames() []string {

@@ -17,7 +17,8 @@ type slowKind struct {
 	healed  *atomic.Int32
 }
 
-func (slowKind) Name() string { return "test-slow-inject" }
+func (slowKind) Available(cluster.Topology) string { return "" }
+func (slowKind) Name() string                      { return "test-slow-inject" }
 
 func (k slowKind) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
 	close(k.entered)
@@ -43,7 +44,7 @@ func (bareEnv) SetClock(int, time.Duration, float64) {}
 func TestHealAllDuringInject(t *testing.T) {
 	for _, dur := range []time.Duration{0, time.Hour} {
 		k := slowKind{entered: make(chan struct{}), healed: new(atomic.Int32)}
-		register(k)
+		Register(k)
 		var mu sync.Mutex
 		var events []history.Event
 		n, err := New(bareEnv{}, []Spec{{Kind: k.Name(), Point: "p", For: Duration(dur)}}, Options{

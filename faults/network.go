@@ -23,14 +23,15 @@ type partition struct{ oneway, reset bool }
 type refuse struct{}
 
 func init() {
-	register(latency{})
-	register(partition{})
-	register(partition{oneway: true})
-	register(partition{reset: true})
-	register(refuse{})
+	Register(latency{})
+	Register(partition{})
+	Register(partition{oneway: true})
+	Register(partition{reset: true})
+	Register(refuse{})
 }
 
-func (latency) Name() string { return "latency" }
+func (latency) Available(t cluster.Topology) string { return everywhere(t) }
+func (latency) Name() string                        { return "latency" }
 
 func (latency) onLinks()   {}
 func (partition) onLinks() {}
@@ -55,6 +56,8 @@ func (latency) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
 	}
 	return addToxic(ctx, env, t, "latency", attrs, stream)
 }
+
+func (partition) Available(t cluster.Topology) string { return everywhere(t) }
 
 func (p partition) Name() string {
 	switch {
@@ -84,7 +87,8 @@ func (p partition) Inject(ctx context.Context, env Env, t Target) (Heal, error) 
 	return addToxic(ctx, env, t, cluster.HoldToxic, nil, stream)
 }
 
-func (refuse) Name() string { return "refuse" }
+func (refuse) Available(t cluster.Topology) string { return everywhere(t) }
+func (refuse) Name() string                        { return "refuse" }
 
 func (refuse) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
 	links, err := links(env, t)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockchaos/lockchaos/cluster"
 	"sync/atomic"
 )
 
@@ -16,9 +17,9 @@ type restart struct{}
 type pauseServer struct{}
 
 func init() {
-	register(kill{})
-	register(restart{})
-	register(pauseServer{})
+	Register(kill{})
+	Register(restart{})
+	Register(pauseServer{})
 }
 
 func needNodes(kind string, t Target) error {
@@ -28,7 +29,8 @@ func needNodes(kind string, t Target) error {
 	return nil
 }
 
-func (kill) Name() string { return "kill" }
+func (kill) Available(t cluster.Topology) string { return t.Lacks(cluster.TraitKill) }
+func (kill) Name() string                        { return "kill" }
 
 // Inject kills the nodes with SIGKILL, for good: a kill is not healed (use restart to come back).
 func (kill) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
@@ -42,7 +44,8 @@ func (kill) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
 	return nil, errors.Join(errs...)
 }
 
-func (restart) Name() string { return "restart" }
+func (restart) Available(t cluster.Topology) string { return t.Lacks(cluster.TraitRestart) }
+func (restart) Name() string                        { return "restart" }
 
 // Inject kills the nodes and starts them again empty (no persistence), as a node that lost its
 // unsynced state does. With For set, the nodes stay down that long first.
@@ -70,7 +73,8 @@ func (restart) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
 	}, errors.Join(errs...)
 }
 
-func (pauseServer) Name() string { return "pause-server" }
+func (pauseServer) Available(t cluster.Topology) string { return t.Lacks(cluster.TraitPause) }
+func (pauseServer) Name() string                        { return "pause-server" }
 
 // Inject stops the nodes with SIGSTOP; the heal continues them.
 func (pauseServer) Inject(ctx context.Context, env Env, t Target) (Heal, error) {

@@ -17,7 +17,10 @@ import (
 // of its own to the server, never through the client's proxy.
 type sessionKill struct{}
 
-func init() { register(sessionKill{}) }
+func init() { Register(sessionKill{}) }
+
+// Available: only a server with sessions the topology can end (cluster.TraitSessions).
+func (sessionKill) Available(t cluster.Topology) string { return t.Lacks(cluster.TraitSessions) }
 
 func (sessionKill) Name() string    { return "session-kill" }
 func (sessionKill) targetsClients() {}

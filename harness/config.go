@@ -40,7 +40,7 @@ type Workload struct {
 	Fencing bool
 	// SessionTimeout is ZooKeeper's session timeout (default TTL).
 	SessionTimeout time.Duration
-	// OpTimeout bounds one request to a server (default max(TTL/4, 100ms)).
+	// OpTimeout bounds one request to a server (default algorithms.DefaultOpTimeout(TTL)).
 	OpTimeout time.Duration
 	// LockPerClient gives each client its own lock name, "lock-<client>", instead of the one
 	// shared "lock": clients never wait for each other, so a run measures the lock's command rate
@@ -67,6 +67,10 @@ const (
 
 // Config is one run.
 type Config struct {
+	// Lock is the lock under test, as a value: its Info (locktest hands a user's factory down
+	// so, registered nowhere). When its New is nil the lock is the registered algorithm named
+	// Algorithm.
+	Lock      algorithms.Info
 	Algorithm string
 	Scenario  string
 	// Expected is the catalogue's expected verdict, recorded in the history's meta.
@@ -113,9 +117,18 @@ type Config struct {
 }
 
 func (c Config) withDefaults() (Config, algorithms.Info, error) {
-	info, err := algorithms.Lookup(c.Algorithm)
-	if err != nil {
-		return c, info, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	info := c.Lock
+	if info.New == nil {
+		var err error
+		if info, err = algorithms.Lookup(c.Algorithm); err != nil {
+			return c, info, fmt.Errorf("%w: %w", ErrBadConfig, err)
+		}
+	}
+	if c.Algorithm == "" {
+		c.Algorithm = info.Name
+	}
+	if len(info.Topologies) == 0 {
+		return c, info, fmt.Errorf("%w: algorithm %s lists no topology it runs on", ErrBadConfig, c.Algorithm)
 	}
 	if c.Backend == cluster.External {
 		if err := c.loadExternal(info); err != nil {
@@ -172,9 +185,7 @@ func (c Config) withDefaults() (Config, algorithms.Info, error) {
 		c.ReleaseTimeout = c.AcquireTimeout
 	}
 	if c.OpTimeout == 0 {
-		// Generous enough for a loaded 2-core CI machine, short against the TTL so a black-holed
-		// request fails well before the lease ends.
-		c.OpTimeout = max(c.TTL/4, 100*time.Millisecond)
+		c.OpTimeout = algorithms.DefaultOpTimeout(c.TTL)
 	}
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = c.TTL

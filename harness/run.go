@@ -13,7 +13,6 @@ import (
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/cluster"
-	_ "github.com/lockchaos/lockchaos/cluster/docker" // Spec.Backend "docker": a run may start on it
 	"github.com/lockchaos/lockchaos/cluster/external" // Spec.Backend "external" (and its run ids)
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/history"

@@ -57,6 +57,7 @@
 package locktest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -88,19 +89,7 @@ type Factory func(cfg algorithms.Config) (algorithms.Locker, error)
 // ErrUnsupported, wrapped by a Factory's error, skips the scenario instead of failing it.
 var ErrUnsupported = errors.New("locktest: unsupported")
 
-// references are the catalogue algorithms whose scenario variants (topology, fault targets) and
-// n/a reasons a user's lock on each topology takes.
-var references = map[string]string{
-	"redis-single":   "token",
-	"redis-sentinel": "token",
-	"redis-multi":    "redlock",
-	"zookeeper":      "zookeeper",
-	"etcd":           "etcd",
-}
-
-var verdicts = []string{"safe", "unsafe", "unsafe-service", "unsafe-client", "stuck", "unknown"}
-
-// seq makes each Run's temporary algorithm name unique in the process.
+// seq makes each Run's lock name unique in the process (its reports' directory).
 var seq atomic.Int64
 
 // Run tests the lock the factory builds against the catalogue's scenarios (or those chosen with
@@ -112,28 +101,30 @@ var seq atomic.Int64
 // subtest fails when the verdict differs. So with the defaults even a textbook lease lock on one
 // Redis fails client-pause, restart, clock-jump and node-kill, as it should: those faults break
 // it (the catalogue expects token to be unsafe or stuck there). Accept them with
-// WithExpectationsOf("token"), or scenario by scenario with WithExpect. A scenario that does not apply to the lock's topology
-// (the catalogue marks it n/a for the topology's reference algorithm: token on Redis, redlock on
-// redis-multi, zookeeper on ZooKeeper, etcd on etcd) is skipped with the catalogue's reason. A missing server
-// binary skips, or fails when LOCKCHAOS_REQUIRE_SERVERS=1.
+// WithExpectationsOf("token"), or scenario by scenario with WithExpect. A scenario that does not
+// apply to the lock's topology — its servers cannot show it (no session to end, no pooler, no key
+// expiry to shift), or the catalogue marks it n/a for the topology's reference algorithm (see
+// WithTopology) — is skipped with the reason. The lock is handed down as a value and registered
+// nowhere: it runs its topology's variants, never a built-in's, and no fault waits at a point of a
+// built-in's own that the lock does not mark. A missing server binary skips, or fails when
+// LOCKCHAOS_REQUIRE_SERVERS=1.
 func Run(t testing.TB, factory Factory, opts ...Option) {
 	t.Helper()
 	c := defaults()
 	for _, o := range opts {
 		o.apply(&c)
 	}
-	plan, err := c.plan()
+	lock := userLock(t, factory, c.topologies)
+	plan, err := c.plan(lock)
 	if err != nil {
 		t.Fatalf("locktest: %v", err)
 	}
-	name := register(t, factory, c.topologies)
 	out := c.out
 	if out == "" {
 		out = t.TempDir()
 	}
 	m := runner.Matrix{Parallel: 1, Timeout: 3 * time.Minute}
 	for _, it := range plan {
-		it.cell.Algorithm = name
 		if it.skip != "" {
 			it.cell.NA = it.skip // not run: a subtest that skips with the reason
 		}
@@ -177,21 +168,26 @@ func Run(t testing.TB, factory Factory, opts ...Option) {
 	}
 }
 
-// item is one scenario of the plan: its cell (the reference algorithm's, expecting the user's
-// verdict) or why it is skipped.
+// item is one scenario of the plan: the user's lock's cell (expecting the user's verdict) or why
+// it is skipped.
 type item struct {
 	cell scenarios.Cell
 	skip string
 }
 
-// plan resolves the options against the catalogue.
-func (c config) plan() ([]item, error) {
+// plan resolves the options against the catalogue for lock, the user's lock as a value.
+func (c config) plan(lock algorithms.Info) ([]item, error) {
 	if len(c.topologies) == 0 {
 		return nil, errors.New("WithTopology needs at least one topology")
 	}
-	ref, ok := references[c.topologies[0]]
-	if !ok {
-		return nil, fmt.Errorf("topology %q is not one locktest knows (want one of redis-single, redis-multi, zookeeper, etcd, redis-sentinel)", c.topologies[0])
+	for _, name := range c.topologies {
+		if _, err := cluster.LookupTopology(name); err != nil {
+			return nil, fmt.Errorf("WithTopology: %w", err)
+		}
+	}
+	ref, err := algorithms.Reference(c.topologies[0])
+	if err != nil {
+		return nil, fmt.Errorf("WithTopology(%q): %w", c.topologies[0], err)
 	}
 	if c.expectLike != "" {
 		info, err := algorithms.Lookup(c.expectLike)
@@ -201,10 +197,7 @@ func (c config) plan() ([]item, error) {
 		if !slices.Contains(info.Topologies, c.topologies[0]) {
 			return nil, fmt.Errorf("WithExpectationsOf(%q): %s runs on %v, the lock on %s", c.expectLike, c.expectLike, info.Topologies, c.topologies[0])
 		}
-		ref = c.expectLike
-	}
-	if _, err := algorithms.Lookup(ref); err != nil {
-		return nil, fmt.Errorf("topology %s: its reference algorithm: %w", c.topologies[0], err)
+		ref = info
 	}
 	custom := slices.Clone(c.custom)
 	for _, f := range c.files {
@@ -228,8 +221,8 @@ func (c config) plan() ([]item, error) {
 		if _, err := scenarios.Lookup(scen); err != nil && !seen[scen] {
 			return nil, fmt.Errorf("WithExpect: %w", err)
 		}
-		if !slices.Contains(verdicts, v) {
-			return nil, fmt.Errorf("WithExpect(%q, %q): want one of %s", scen, v, strings.Join(verdicts, ", "))
+		if _, ok := checker.ParseExpected(v); !ok {
+			return nil, fmt.Errorf("WithExpect(%q, %q): want one of %s", scen, v, strings.Join(checker.ExpectedNames(), ", "))
 		}
 	}
 	switch {
@@ -250,21 +243,32 @@ func (c config) plan() ([]item, error) {
 	list = append(list, custom...)
 	var plan []item
 	for _, s := range list {
-		cell, err := s.Cell(ref)
+		// The lock's own cell: its topology's variants, the faults at the points it marks (none
+		// unless it says so), n/a where its topology cannot show the scenario.
+		cell, err := s.CellFor(lock, "")
+		if err != nil {
+			return nil, err
+		}
+		// The reference's cell on the same servers: its n/a reasons, and its expectation for
+		// WithExpectationsOf.
+		where := cmp.Or(cell.Topology, c.topologies[0])
+		refCell, err := s.CellFor(ref, where)
 		if err != nil {
 			return nil, err
 		}
 		it := item{cell: cell}
 		switch {
-		case cell.NA != "":
-			it.skip = fmt.Sprintf("n/a on %s: %s (the catalogue's reason for %s)", c.topologies[0], cell.NA, ref)
 		case cell.Topology != "" && !slices.Contains(c.topologies, cell.Topology):
 			it.skip = fmt.Sprintf("%s runs on %s and the lock is tested on %s; a factory that handles it says so with WithTopology(%q, %q)",
 				s.Name, cell.Topology, strings.Join(c.topologies, ", "), c.topologies[0], cell.Topology)
+		case cell.NA != "":
+			it.skip = fmt.Sprintf("n/a on %s: %s", c.topologies[0], cell.NA)
+		case refCell.NA != "":
+			it.skip = fmt.Sprintf("n/a on %s: %s (the catalogue's reason for %s)", c.topologies[0], refCell.NA, ref.Name)
 		}
 		it.cell.Expected = "safe"
-		if c.expectLike != "" && cell.Expected != "" {
-			it.cell.Expected = cell.Expected
+		if c.expectLike != "" && refCell.Expected != "" {
+			it.cell.Expected = refCell.Expected
 		}
 		if v, ok := c.expect[s.Name]; ok {
 			it.cell.Expected = v
@@ -276,10 +280,12 @@ func (c config) plan() ([]item, error) {
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// register adds the factory as a temporary algorithm for the rest of the test.
-func register(t testing.TB, factory Factory, topologies []string) string {
+// userLock is the user's lock as a value: an Info whose New is the factory. It is registered
+// nowhere, so it inherits no built-in's variants, and runs faults at named points only where it
+// marks them (none: a Factory's lock marks no point locktest knows of).
+func userLock(t testing.TB, factory Factory, topologies []string) algorithms.Info {
 	name := fmt.Sprintf("%s-%d", strings.Trim(unsafeChars.ReplaceAllString(t.Name(), "-"), "-"), seq.Add(1))
-	algorithms.Register(algorithms.Info{
+	return algorithms.Info{
 		Name:       name,
 		Summary:    "a user's lock under locktest (" + t.Name() + ")",
 		Source:     "locktest.Run",
@@ -296,9 +302,7 @@ func register(t testing.TB, factory Factory, topologies []string) string {
 			}
 			return l, err
 		},
-	})
-	t.Cleanup(func() { algorithms.Unregister(name) })
-	return name
+	}
 }
 
 // result is what one scenario came to: skipped (missing: for want of servers), failed, or passed.

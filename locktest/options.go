@@ -54,9 +54,8 @@ func WithScenarios(names ...string) Option {
 // WithScenario adds a scenario of your own: a fault aimed at your lock's weak spot (a pause at
 // one of the named points your Locker calls through Config.Point, a partition of one node, ...),
 // written as the catalogue's are (scenarios.Scenario; `lockchaos list --json` shows the catalogue's
-// as examples). Its variants and expectations are looked up under the topology's reference
-// algorithm (token on redis-single, redlock on redis-multi, zookeeper, etcd), or its family
-// ("redis", "redlock", "zookeeper"). It runs after the catalogue scenarios chosen with
+// as examples). Its variants are looked up under the topology's family (`lockchaos list` shows
+// it: "redis", "redlock", "zookeeper", "etcd", "sql"). It runs after the catalogue scenarios chosen with
 // WithScenarios; once any scenario of your own is given, the catalogue runs only the scenarios
 // WithScenarios names (default: none of them). It is expected safe unless WithExpect says
 // otherwise. Default: no scenario of your own.
@@ -92,18 +91,25 @@ func WithTTL(d time.Duration) Option {
 }
 
 // WithBackend chooses how servers are started: "local" (Debian binaries as child processes) or
-// "docker" (containers). Default "local".
+// "docker" (containers; the test then imports the docker backend, which locktest does not
+// compile in by itself: import _ "github.com/lockchaos/lockchaos/cluster/docker"). Default
+// "local".
 func WithBackend(name string) Option {
 	return optionFunc(func(c *config) { c.backend = name })
 }
 
-// WithTopology says which servers the lock runs on: "redis-single" (one redis-server; the
-// factory gets its address in Config.Addrs[0]), "redis-multi" (five independent masters in
+// WithTopology says which servers the lock runs on: any topology `lockchaos list` shows —
+// "redis-single" (one redis-server; the factory gets its address in Config.Addrs[0]),
+// "redis-multi" (five independent masters in Config.Addrs), "redis-sentinel" (a master, a replica
+// and three Sentinels in Config.Sentinel), "redis-cluster" (Config.Cluster set, the seed nodes in
 // Config.Addrs), "zookeeper" (a 3-node ensemble in Config.Addrs), "etcd" (etcd members in
-// Config.Addrs) or "redis-sentinel" (a master, a replica and three Sentinels in Config.Sentinel). The first is where the lock runs; the others
-// are topologies it also supports. Default "redis-single" alone, so the failover scenario (which
-// runs on redis-sentinel) is skipped: a factory that handles Config.Sentinel adds it with
-// WithTopology("redis-single", "redis-sentinel").
+// Config.Addrs), "postgres", "postgres-standby", "postgres-pgbouncer" and "mariadb" (Config.SQL is
+// how to log in, Config.Addrs the server's address). The first is where the lock runs; the others
+// are topologies it also supports. Each topology's reference lock (token on the Redis ones, redlock
+// on redis-multi, zookeeper, etcd, pg-advisory on the PostgreSQL ones, mysql-get-lock on mariadb)
+// gives the n/a reasons and, with WithExpectationsOf, the expectations. Default "redis-single"
+// alone, so the failover scenario (which runs on redis-sentinel) is skipped: a factory that
+// handles Config.Sentinel adds it with WithTopology("redis-single", "redis-sentinel").
 func WithTopology(topologies ...string) Option {
 	return optionFunc(func(c *config) { c.topologies = topologies })
 }

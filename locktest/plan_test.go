@@ -1,6 +1,17 @@
 package locktest
 
-import "testing"
+import (
+	"slices"
+	"testing"
+
+	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/cluster"
+)
+
+// mine is a user's lock as locktest hands it down: a value on topologies, marking no point.
+func mine(topologies []string) algorithms.Info {
+	return userLock(&testing.T{}, func(algorithms.Config) (algorithms.Locker, error) { return nil, nil }, topologies)
+}
 
 // TestPlanExpectations: safe by default; a catalogue column with WithExpectationsOf; WithExpect
 // wins over both.
@@ -18,13 +29,18 @@ func TestPlanExpectations(t *testing.T) {
 		{"redlock", []Option{WithTopology("redis-multi")}, map[string]string{"restart": "safe", "failover": "skip"}},
 		{"zookeeper", []Option{WithTopology("zookeeper"), WithExpectationsOf("zookeeper")},
 			map[string]string{"zk-leader-kill": "safe", "partition": "unsafe-client", "clock-jump": "skip"}},
+		{"postgres", []Option{WithTopology("postgres")}, map[string]string{"session-kill": "safe", "clock-jump": "skip", "pgbouncer-transaction": "skip"}},
+		{"postgres like pg-advisory", []Option{WithTopology("postgres", "postgres-pgbouncer"), WithExpectationsOf("pg-advisory")},
+			map[string]string{"session-kill": "unsafe-service", "pgbouncer-transaction": "unsafe-service"}},
+		{"mariadb", []Option{WithTopology("mariadb")}, map[string]string{"session-kill": "safe", "pgbouncer-transaction": "skip"}},
+		{"redis-cluster", []Option{WithTopology("redis-cluster")}, map[string]string{"session-kill": "skip", "baseline": "safe"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := defaults()
 			for _, o := range tc.opts {
 				o.apply(&c)
 			}
-			plan, err := c.plan()
+			plan, err := c.plan(mine(c.topologies))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,3 +59,37 @@ func TestPlanExpectations(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanEveryTopology: locktest takes every topology lockchaos runs (it took 5 of 10), and a
+// user's lock that marks no point is never planned a fault at a built-in's point: a user's Redlock
+// runs latency through the wire alone, as user-redlock does, rather than wait for Redlock's
+// acquire:after-quorum and end unknown.
+func TestPlanEveryTopology(t *testing.T) {
+	for _, top := range cluster.AllTopologies() {
+		c := defaults()
+		WithTopology(top.Name).apply(&c)
+		plan, err := c.plan(mine(c.topologies))
+		if err != nil {
+			t.Errorf("%s: %v", top.Name, err)
+			continue
+		}
+		ran := 0
+		for _, it := range plan {
+			if it.skip != "" {
+				continue
+			}
+			ran++
+			for _, f := range it.cell.Faults {
+				if f.Refinement || (f.Point != "" && !slices.Contains(cellPoints, f.Point)) {
+					t.Errorf("%s × %s: fault %s at %q, a point the user's lock does not mark", top.Name, it.cell.Scenario, f.Kind, f.Point)
+				}
+			}
+		}
+		if ran == 0 {
+			t.Errorf("%s: no scenario runs", top.Name)
+		}
+	}
+}
+
+// cellPoints are the harness's own points, which every lock reaches.
+var cellPoints = []string{"cs:before-acquire", "cs:acquired", "cs:before-read", "cs:before-write", "cs:before-release"}

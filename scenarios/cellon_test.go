@@ -1,6 +1,10 @@
 package scenarios
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/lockchaos/lockchaos/algorithms"
+)
 
 // TestCellOn: a cell on a chosen topology runs there, takes that topology's variants and its
 // ExpectOn column, and expects nothing where no column was measured — unless the chosen topology
@@ -55,8 +59,15 @@ func TestCellOnTopologiesThatCannotShowIt(t *testing.T) {
 		{"pg-advisory", "pgbouncer-transaction", "", false, "unsafe-service"},
 		{"pg-advisory", "session-kill", "postgres-standby", false, "unsafe-service"},
 		{"user-token", "partition", "redis-cluster", false, ""},
+		{"mysql-get-lock", "pgbouncer-transaction", "", true, ""},
+		{"pg-advisory", "clock-jump", "", true, ""},
 	} {
 		c, err := must(tc.scenario).CellOn(tc.alg, tc.topology)
+		if tc.alg == "user-token" {
+			// A user's lock on redis-cluster, as locktest hands it down: a value, in no registry.
+			mine := algorithms.Info{Name: "mine", Topologies: []string{tc.topology}}
+			c, err = must(tc.scenario).CellFor(mine, "")
+		}
 		if err != nil {
 			t.Fatalf("%s × %s on %q: %v", tc.alg, tc.scenario, tc.topology, err)
 		}

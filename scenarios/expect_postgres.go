@@ -3,7 +3,7 @@ package scenarios
 import (
 	"maps"
 
-	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
 )
 
@@ -15,9 +15,6 @@ import (
 // Redis variants, whose wire points parse RESP, do not apply.
 
 var _ = registerSQLScenarios()
-
-// sqlTopologies are those whose servers have sessions the harness can end or time out.
-var sqlTopologies = []string{"postgres", "postgres-standby", "postgres-pgbouncer", "mariadb"}
 
 func registerSQLScenarios() bool {
 	register(Scenario{
@@ -38,8 +35,6 @@ func registerSQLScenarios() bool {
 			{Kind: "session-kill", Point: "cs:acquired"},
 			{Kind: "client-stall", Point: "cs:acquired", Until: "cs:before-read", For: ms(250)},
 		},
-		Topologies: sqlTopologies,
-		Expect:     all(na("Redis and ZooKeeper locks have no server session the harness can end")),
 	})
 	// pgbouncer in transaction mode hands each transaction to any of its pooled server sessions
 	// (2 here, for 5 clients). pg_advisory_lock holds the lock in the session that ran it, which
@@ -58,8 +53,7 @@ func registerSQLScenarios() bool {
 		Needs:      "transaction pooling with fewer server sessions than clients",
 		Workload:   std.merge(Workload{StuckAfter: ms(1500)}),
 		Variants:   map[string]Variant{"sql": {Topology: "postgres-pgbouncer"}},
-		Topologies: []string{"postgres-pgbouncer"},
-		Expect:     all(na("Redis and ZooKeeper locks do not go through a PostgreSQL pooler")),
+		Requires:   []cluster.Trait{cluster.TraitPooler},
 	})
 	// A server setting, not a fault: PostgreSQL's idle_session_timeout (and
 	// idle_in_transaction_session_timeout) or MariaDB's wait_timeout ends a session that sent no
@@ -73,13 +67,14 @@ func registerSQLScenarios() bool {
 		Reproduces: "DESIGN.md §15: the server's idle settings decide how soon a session, and its lock, is dropped",
 		Needs:      "a holder idle on its session for longer than the server's idle timeout",
 		Workload:   std.merge(Workload{Hold: ms(1500), ServerIdleTimeout: ms(1000), Duration: ms(3000), StuckAfter: ms(2500)}),
-		Topologies: sqlTopologies,
-		Expect:     all(na("Redis and ZooKeeper locks have no server session to time out")),
 	})
+	sqlVariants()
 	return true
 }
 
-func init() {
+// sqlVariants gives the sql family its variants as the scenarios register, before any init's
+// expectations resolve a cell of theirs.
+func sqlVariants() {
 	// The Redis variants act on RESP commands on the wire; the sql family gets the same faults
 	// at the harness's own points or timed, as etcd does.
 	vary("slow-release", "sql", Variant{Faults: []faults.Spec{{Kind: "slow-release", Point: "cs:before-release", Skip: 3,
@@ -96,13 +91,9 @@ func init() {
 	// both times: one client, nothing contended, unknown. 6 s runs have four or five.
 	vary("server-idle-timeout", "pg-lease", Variant{Workload: Workload{TTL: ms(2000), Duration: ms(6000)}})
 	vary("latency", "sql", Variant{Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "master", Amount: ms(ttl/2 + 50)}}})
+}
 
-	// Every other registered algorithm runs on servers without sessions the harness can end.
-	for _, a := range algorithms.Names() {
-		if !isSeed(a) {
-			Expect(a, FamilyNA(Family(a)))
-		}
-	}
+func init() {
 
 	// Measured on the local backend, 2026-11-26, on a loaded 2-core machine (seeds 1–5 unless
 	// said; pg-advisory-xact seeds 1–3, 1–5 for session-kill and pgbouncer-transaction): every
@@ -185,27 +176,4 @@ func sessionLockCells() map[string]string {
 		// holder's session is ended; the holder asks before it writes and does not (0 lost updates).
 		"server-idle-timeout": "Us: the server ended the idle holder's session and granted the waiter; the holder asked and did not write",
 	}
-}
-
-// FamilyNA is what an algorithm of family gets as n/a unless its own expectations say otherwise:
-// the SQL scenarios, for a lock on servers without sessions. A process client gets it when it
-// registers (internal/procclient), a built-in here.
-func FamilyNA(family string) map[string]string {
-	if family == "sql" {
-		return nil
-	}
-	return map[string]string{
-		"session-kill":          na("no server session the harness can end on its topology"),
-		"server-idle-timeout":   na("no server session to time out on its topology"),
-		"pgbouncer-transaction": na("not a PostgreSQL lock"),
-	}
-}
-
-func isSeed(a string) bool {
-	for _, s := range Seed {
-		if s == a {
-			return true
-		}
-	}
-	return false
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
 )
 
@@ -97,10 +98,11 @@ type Scenario struct {
 
 	Workload Workload      `yaml:"workload,omitempty" json:"workload,omitempty"`
 	Faults   []faults.Spec `yaml:"faults,omitempty" json:"faults,omitempty"`
-	// Topologies, when set, are the only topologies whose servers can show what the scenario
-	// names (a session the harness can end, an idle timeout, a pooler): a cell on any other —
-	// a lock's default or one chosen with --topology — is n/a, not a run that could not fail.
-	Topologies []string `yaml:"topologies,omitempty" json:"topologies,omitempty"`
+	// Requires are the traits a topology's servers must have to show what the scenario names (a
+	// pooler, servers that end idle sessions): a cell on a topology without them — a lock's
+	// default or one chosen with --topology — is n/a, not a run that could not fail. What its
+	// faults need, each fault kind says itself (faults.Unavailable); this is the rest.
+	Requires []cluster.Trait `yaml:"requires,omitempty" json:"requires,omitempty"`
 	// Variants are keyed by algorithm name, or by family: "redis" (the single-node Redis locks),
 	// "redlock", "zookeeper". An algorithm's own entry wins over its family's.
 	Variants map[string]Variant `yaml:"variants,omitempty" json:"variants,omitempty"`
@@ -120,7 +122,10 @@ type Scenario struct {
 type Cell struct {
 	Scenario  string
 	Algorithm string
-	Topology  string // "" = the algorithm's default
+	// Lock is the algorithm's Info: the lock itself travels with the cell, so nothing downstream
+	// looks its name up again (locktest's lock is in no registry).
+	Lock     algorithms.Info
+	Topology string // "" = the algorithm's default
 	// On is the topology chosen for the cell (CellOn), "" when it runs where the catalogue says.
 	On       string
 	Nodes    int
@@ -135,69 +140,53 @@ type Cell struct {
 	Why string
 }
 
-// families holds the family of algorithms registered at run time (process clients), by name.
-var families = map[string]string{}
-
-// SetFamily makes an algorithm use a family's variants (a process client on ZooKeeper uses the
-// "zookeeper" ones). Call it before the algorithm's cells are resolved.
-func SetFamily(algorithm, family string) { families[algorithm] = family }
-
-// Family returns the variant family of an algorithm.
-func Family(algorithm string) string {
-	if f, ok := families[algorithm]; ok {
-		return f
+// Family returns the variant family of a lock: its own (a process client's manifest may set it),
+// else its first topology's (cluster.Topology.Family). A user's Redlock or ZooKeeper recipe thus
+// runs its topology's variants, not a built-in's.
+func Family(lock algorithms.Info) string {
+	if lock.Family != "" {
+		return lock.Family
 	}
-	switch {
-	case strings.HasPrefix(algorithm, "redlock"), algorithm == "redsync":
-		return "redlock"
-	case strings.HasPrefix(algorithm, "zookeeper"):
-		return "zookeeper"
+	if len(lock.Topologies) > 0 {
+		if t, err := cluster.LookupTopology(lock.Topologies[0]); err == nil {
+			return t.Family
+		}
 	}
-	// Any other lock is of the family of the topology it runs on (a user's Redlock, a user's
-	// ZooKeeper recipe): the variants are the topology's, not a built-in's.
-	if info, err := algorithms.Lookup(algorithm); err == nil && len(info.Topologies) > 0 {
-		return TopologyFamily(info.Topologies[0])
-	}
-	return "redis"
+	return ""
 }
 
-// TopologyFamily is the family whose variants a lock on topology runs by default: its Redis
-// variants act on RESP on the wire, so a lock on another service needs its own.
-func TopologyFamily(topology string) string {
-	switch topology {
-	case "redis-multi":
-		return "redlock"
-	case "zookeeper":
-		return "zookeeper"
-	case "etcd":
-		return "etcd"
-	case "postgres", "postgres-pgbouncer", "mariadb":
-		return "sql" // session locks: none of the Redis variants apply (expect_postgres.go)
-	}
-	return "redis"
-}
-
-// Cell resolves the scenario for an algorithm.
+// Cell resolves the scenario for a registered algorithm, by name.
 func (s Scenario) Cell(algorithm string) (Cell, error) { return s.CellOn(algorithm, "") }
 
-// CellOn resolves the scenario for an algorithm on a topology of its own choosing (one of its
-// Info.Topologies; "" = the scenario's or the algorithm's default). On a chosen topology the
-// variants keyed "@topology" and "algorithm@topology" apply after the others, and the expectation
-// is the one given for that topology (ExpectOn); without one, the cell expects nothing — unless
-// the topology is the one the cell runs on anyway.
+// CellOn resolves the scenario for a registered algorithm, by name, on a topology (see CellFor).
 func (s Scenario) CellOn(algorithm, topology string) (Cell, error) {
-	c := Cell{Scenario: s.Name, Algorithm: algorithm, Workload: s.Workload, Faults: s.Faults}
-	real, mutant := algorithm, false
-	if info, err := algorithms.Lookup(algorithm); err == nil && info.Mutant != "" {
-		real, mutant = info.Mutant, true
+	lock, err := algorithms.Lookup(algorithm)
+	if err != nil {
+		return Cell{Scenario: s.Name, Algorithm: algorithm}, fmt.Errorf("scenario %s: %w", s.Name, err)
 	}
-	keys := []string{Family(real), real}
+	return s.CellFor(lock, topology)
+}
+
+// CellFor resolves the scenario for a lock, given as its Info, on a topology of its own choosing
+// (one of its Info.Topologies; "" = the scenario's or the lock's default). On a chosen topology
+// the variants keyed "@topology" and "algorithm@topology" apply after the others, and the
+// expectation is the one given for that topology (ExpectOn); without one, the cell expects
+// nothing — unless the topology is the one the cell runs on anyway. A cell whose topology cannot
+// show what the scenario names (cannotShow) is n/a with the reason.
+func (s Scenario) CellFor(lock algorithms.Info, topology string) (Cell, error) {
+	algorithm := lock.Name
+	c := Cell{Scenario: s.Name, Algorithm: algorithm, Lock: lock, Workload: s.Workload, Faults: s.Faults}
+	real, mutant, family := algorithm, false, Family(lock)
+	if lock.Mutant != "" {
+		real, mutant = lock.Mutant, true
+	}
+	keys := []string{family, real}
 	if mutant {
 		keys = append(keys, algorithm) // a variant of the mutant's own wins
 	}
 	natural := ""
 	if topology != "" {
-		natural = s.naturalTopology(keys, real)
+		natural = s.naturalTopology(keys, lock)
 		keys = append(keys, "@"+topology, real+"@"+topology)
 		if mutant {
 			keys = append(keys, algorithm+"@"+topology)
@@ -217,7 +206,7 @@ func (s Scenario) CellOn(algorithm, topology string) (Cell, error) {
 			c.Workload = c.Workload.merge(v.Workload)
 		}
 	}
-	c.Faults = offered(c.Faults, algorithm)
+	c.Faults = offered(c.Faults, lock)
 	code, ok := s.Expect[algorithm]
 	if !ok {
 		code, ok = extraExpect[s.Name][algorithm]
@@ -235,15 +224,15 @@ func (s Scenario) CellOn(algorithm, topology string) (Cell, error) {
 	}
 	where := c.Topology
 	if where == "" {
-		where = s.naturalTopology(keys, real)
+		where = s.naturalTopology(keys, lock)
 	}
-	if len(s.Topologies) > 0 && where != "" && !slices.Contains(s.Topologies, where) {
+	if why := s.cannotShow(c, where); why != "" {
 		if ok && !strings.HasPrefix(code, "-") {
-			return c, fmt.Errorf("scenario %s: %s on %s is expected %q, but the scenario runs only on %s (write \"-: why\")",
-				s.Name, algorithm, where, code, strings.Join(s.Topologies, ", "))
+			return c, fmt.Errorf("scenario %s: %s on %s is expected %q, but %s (write \"-: why\")",
+				s.Name, algorithm, where, code, why)
 		}
 		if !ok {
-			code, ok = fmt.Sprintf("-: its servers (%s) cannot show it: it runs on %s", where, strings.Join(s.Topologies, ", ")), true
+			code, ok = "-: "+why, true
 		}
 	}
 	if !ok {
@@ -267,20 +256,48 @@ func (s Scenario) CellOn(algorithm, topology string) (Cell, error) {
 }
 
 // naturalTopology is the topology a cell runs on when none is chosen: its variants', else the
-// algorithm's default.
-func (s Scenario) naturalTopology(keys []string, real string) string {
+// lock's default.
+func (s Scenario) naturalTopology(keys []string, lock algorithms.Info) string {
 	t := ""
 	for _, key := range keys {
 		if v, ok := s.Variants[key]; ok && v.Topology != "" {
 			t = v.Topology
 		}
 	}
-	if t == "" {
-		if info, err := algorithms.Lookup(real); err == nil && len(info.Topologies) > 0 {
-			t = info.Topologies[0]
-		}
+	if t == "" && len(lock.Topologies) > 0 {
+		t = lock.Topologies[0]
 	}
 	return t
+}
+
+// cannotShow returns "" when cell c can run on topology where, else why not: the lock does not
+// run there, the topology lacks a trait the scenario requires, or one of the cell's faults cannot
+// act there (faults.Unavailable). It asks the owners — the lock's Info, the topology's
+// descriptor, each fault kind — and names none of them itself.
+func (s Scenario) cannotShow(c Cell, where string) string {
+	if where == "" {
+		return ""
+	}
+	if len(c.Lock.Topologies) > 0 && !slices.Contains(c.Lock.Topologies, where) {
+		return fmt.Sprintf("the lock does not run on %s (it runs on %s)", where, strings.Join(c.Lock.Topologies, ", "))
+	}
+	t, err := cluster.LookupTopology(where)
+	if err != nil {
+		return ""
+	}
+	needs := slices.Clone(s.Requires)
+	if c.Workload.ServerIdleTimeout > 0 {
+		needs = append(needs, cluster.TraitIdleTimeout)
+	}
+	if why := t.Lacks(needs...); why != "" {
+		return why
+	}
+	for _, f := range c.Faults {
+		if why := faults.Unavailable(f, t); why != "" {
+			return why
+		}
+	}
+	return ""
 }
 
 // offered leaves out of a cell the refinements (faults.Spec.Refinement) at a named point the
@@ -289,14 +306,10 @@ func (s Scenario) naturalTopology(keys []string, real string) string {
 // harness's points and the wire reach every lock, and a fault that could never fire would leave
 // the cell without evidence. Other faults stay: a user's own scenario may aim at a point their
 // lock calls without declaring it.
-func offered(fs []faults.Spec, algorithm string) []faults.Spec {
-	info, err := algorithms.Lookup(algorithm)
-	if err != nil {
-		return fs // not registered (yet): nothing to judge by
-	}
+func offered(fs []faults.Spec, lock algorithms.Info) []faults.Spec {
 	var out []faults.Spec
 	for _, f := range fs {
-		if !f.Refinement || slices.Contains(info.Points, f.Point) {
+		if !f.Refinement || slices.Contains(lock.Points, f.Point) {
 			out = append(out, f)
 		}
 	}

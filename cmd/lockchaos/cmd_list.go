@@ -31,6 +31,16 @@ type listing struct {
 	Wire map[string]string `json:"wire_points"`
 	// Mutants are listed with --mutants only (DESIGN.md §11: hidden from the default listing).
 	Mutants []listedMutant `json:"mutants,omitempty"`
+	// TopologyInfo is each topology as its descriptor says it, with its reference lock and the
+	// fault kinds that cannot act there (and why).
+	TopologyInfo []listedTopology `json:"topology_info"`
+}
+
+// listedTopology is a topology's descriptor as list shows it.
+type listedTopology struct {
+	cluster.Topology
+	Reference string            `json:"reference"`
+	NA        map[string]string `json:"faults_na"` // fault kind → why it cannot act there
 }
 
 // listedMutant is a mutant (algorithms.Mutants) and the scenarios that must catch it.
@@ -84,6 +94,18 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 	for _, a := range algorithms.All() {
 		l.Algorithms = append(l.Algorithms, listedAlgorithm{a.Name, a.Summary, a.Source, a.Topologies, a.Points, a.Fenced})
 	}
+	for _, t := range cluster.AllTopologies() {
+		lt := listedTopology{Topology: t, NA: map[string]string{}}
+		if ref, err := algorithms.Reference(t.Name); err == nil {
+			lt.Reference = ref.Name
+		}
+		for _, k := range l.Faults {
+			if why := faults.Unavailable(faults.Spec{Kind: k}, t); why != "" {
+				lt.NA[k] = why
+			}
+		}
+		l.TopologyInfo = append(l.TopologyInfo, lt)
+	}
 	if mutants {
 		l.Mutants = mutantListing(l.Scenarios)
 	}
@@ -120,6 +142,13 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 		}
 		tw.Flush()
 	}
+	fmt.Fprintln(stdout)
+	tw = tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPOLOGY\tFAMILY\tREFERENCE\tWIRE PARSED\tFAULT KINDS THAT CANNOT ACT THERE")
+	for _, t := range l.TopologyInfo {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.Family, t.Reference, orDash(t.Wire), orDash(strings.Join(slices.Sorted(maps.Keys(t.NA)), ", ")))
+	}
+	tw.Flush()
 	fmt.Fprintf(stdout, "\ntopologies: %s\nfaults: %s\nwire points (a fault at a command on the wire) parse:\n", strings.Join(l.Topologies, ", "), strings.Join(l.Faults, ", "))
 	for _, k := range slices.Sorted(maps.Keys(l.Wire)) {
 		fmt.Fprintf(stdout, "  %s: %s\n", k, l.Wire[k])

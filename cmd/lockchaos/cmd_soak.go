@@ -24,7 +24,7 @@ const progressEvery = 15 * time.Second
 // is unknown.
 func cmdSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
-	var alg, algs, kinds, replay string
+	var alg, algs, kinds, replay, topology string
 	var soakTime time.Duration
 	var rate float64
 	var emitScenario bool
@@ -35,6 +35,7 @@ func cmdSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	fs.Float64Var(&rate, "rate", 0, "faults per minute (default 12)")
 	fs.StringVar(&kinds, "faults", "", "comma-separated faults to mix: "+strings.Join(soak.TemplateNames(), ", ")+" (default: every one the topologies take)")
 	fs.StringVar(&replay, "replay", "", "directory of an earlier soak: run its plan and seed again")
+	fs.StringVar(&topology, "topology", "", "run every algorithm on this one of its topologies (lockchaos list) instead of its default")
 	fs.BoolVar(&emitScenario, "emit-scenario", false, "write the faults of each algorithm's first violation, shrunk, as a scenario file")
 	if err := parse(fs, args); err != nil {
 		return 0, err
@@ -65,7 +66,7 @@ func cmdSoak(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	}
 	o := soak.Options{Algorithms: names, Time: soakTime, Rate: rate, Faults: splitList(kinds), Replay: replay,
 		Emit: emitScenario, Clients: c.clients, TTL: c.ttl, Out: c.out, Backend: c.backend, Proxies: c.proxy,
-		ClusterFile: c.clusterFile, Version: version}
+		ClusterFile: c.clusterFile, Version: version, Topology: topology}
 	if replay == "" {
 		o.Seed = c.seed
 	} else if c.seedSet {

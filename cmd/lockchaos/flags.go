@@ -44,7 +44,7 @@ var synopses = map[string]string{
 	"run":      "lockchaos run --algorithm A [--scenario S] [flags]\n\nOne run of algorithm A under scenario S; exits by verdict (0 safe, 1 unsafe or stuck, 2 unknown),\nor by --expect when given (0 as expected, 1 not).",
 	"matrix":   "lockchaos matrix [--algorithms a,b] [--scenarios x,y] [--runs R] [--shard i/n] [flags]\n\nRuns algorithms × scenarios, writes OUT/index.html, results.json and junit.xml; exits 0 when every\ncell matches the catalogue's expectation, 1 otherwise.",
 	"explore":  "lockchaos explore --algorithm A [--budget 5m] [flags]\n\nTries every named point × every fault that can be aimed there, shrinks each failure; exits 1 if\nanything broke.",
-	"soak":     "lockchaos soak --algorithm A | --algorithms a,b,c [--time 10m] [--rate 12] [--faults x,y] [--seed S] [--replay DIR] [--emit-scenario]\n\nRuns each algorithm for --time under a random mix of faults drawn from the seed (saved as\nOUT/plan.yaml and plan.json; --replay DIR runs them again), checks the history as it is written\nand whole at the end, and writes OUT/soak.html: violations by cause, rates with 95% intervals,\navailability; several algorithms run on the same plan and are compared. Exits 0 when every one is\nsafe, 1 when one is unsafe or stuck, 2 when one is unknown.",
+	"soak":     "lockchaos soak --algorithm A | --algorithms a,b,c [--topology T] [--time 10m] [--rate 12] [--faults x,y] [--seed S] [--replay DIR] [--emit-scenario]\n\nRuns each algorithm for --time under a random mix of faults drawn from the seed (saved as\nOUT/plan.yaml and plan.json; --replay DIR runs them again), checks the history as it is written\nand whole at the end, and writes OUT/soak.html: violations by cause, rates with 95% intervals,\navailability; several algorithms run on the same plan and are compared. Exits 0 when every one is\nsafe, 1 when one is unsafe or stuck, 2 when one is unknown.",
 	"check":    "lockchaos check [--json] [--write] DIR\n\nRe-checks the saved run in DIR from its history alone; exits by the run's recorded expectation\nwhen it has one (0 as expected, 1 not), by verdict otherwise.",
 	"merge":    "lockchaos merge OUT DIR...\n\nJoins the output directories of the shards of one matrix (matrix --shard i/n) into one\nOUT/index.html, results.json and junit.xml; fails naming any cell no shard ran.",
 	"doctor":   "lockchaos doctor [--clean] [--cluster FILE]\n\nSays which backends work here and how to fix the rest; with --cluster, whether every node and\ntoxiproxy API of the cluster file is reachable (exit 1 when one is not).",
@@ -175,6 +175,7 @@ func (c *common) validate() error {
 func (c *common) options() runner.Options {
 	o := runner.Options{Out: c.out, Backend: c.backend, Proxies: c.proxy, Seed: c.seed,
 		Duration: c.duration, Clients: c.clients, TTL: c.ttl, Version: version,
-		RedisImage: c.redisImage, ZooKeeperImage: c.zkImage, PostgresImage: c.pgImage, MariaDBImage: c.mariadbImage, EtcdImage: c.etcdImage, ClusterFile: c.clusterFile, Full: c.full}
+		RedisImage: c.redisImage, ZooKeeperImage: c.zkImage, PostgresImage: c.pgImage, MariaDBImage: c.mariadbImage, EtcdImage: c.etcdImage, ClusterFile: c.clusterFile, Full: c.full,
+		ScenarioFile: c.scenarioFile}
 	return o
 }

@@ -153,7 +153,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	x.rep = &Report{Algorithm: o.Algorithm, Topology: x.s.topology, TTL: d(o.TTL), Lease: d(x.s.lease),
 		Budget: d(o.Budget), Seed: o.Seed, Clients: o.Clients, Started: start.UTC().Format(time.RFC3339),
 		Version: o.Version, Experiments: x.s.plan(o)}
-	if x.s.topology == "zookeeper" {
+	if x.s.top.Family == "zookeeper" {
 		x.rep.SessionTimeout = d(x.s.session)
 	}
 	na := 0
@@ -222,13 +222,14 @@ func (x *explorer) run(ctx context.Context, e *Experiment, v time.Duration, run 
 	}
 	x.yaml = append(x.yaml, sc)
 	ro := runner.Options{Out: x.o.Out, Backend: x.o.Backend, Proxies: x.o.Proxies, Seed: x.o.Seed,
-		Version: x.o.Version, CheckTimeout: x.o.CheckTimeout, ClusterFile: x.o.ClusterFile}
+		Version: x.o.Version, CheckTimeout: x.o.CheckTimeout, ClusterFile: x.o.ClusterFile,
+		ScenarioFile: filepath.Join(x.o.Out, ScenarioFile)}
 	t0 := time.Now()
 	rc, out, err := runner.RunCell(ctx, cell, ro, run)
 	wall := time.Since(t0)
 	r := &Attempt{Param: d(v), Scenario: sc.Name, Seed: x.o.Seed + int64(max(run, 1)-1), WallMs: ms(wall),
 		Planned: ms(cell.Workload.Duration.D() + cell.Workload.Tail.D())}
-	r.Command = x.command(sc.Name, r.Seed)
+	r.Command = runner.Command(cell, ro, r.Seed)
 	if rc.Dir != "" {
 		r.Report = filepath.ToSlash(filepath.Join(rc.Dir, "report.html"))
 	}
@@ -256,16 +257,6 @@ func (x *explorer) run(ctx context.Context, e *Experiment, v time.Duration, run 
 	fmt.Fprintf(x.o.Log, "explore %s: %-22s %-13s %-9s %-8s %-7s %5.1fs  %s\n", x.o.Algorithm, orDash(e.Point),
 		e.Fault, fmtParam(e.Param, v), r.Verdict, orDash(r.Class), wall.Seconds(), r.Report)
 	return r, nil
-}
-
-// command re-runs one experiment through `lockchaos run` and the scenario file explore writes.
-func (x *explorer) command(scenario string, seed int64) string {
-	cmd := fmt.Sprintf("lockchaos run --algorithm %s --scenario-file %s --scenario %s --seed %d",
-		x.o.Algorithm, filepath.Join(x.o.Out, ScenarioFile), scenario, seed)
-	if x.o.Backend != "" && x.o.Backend != "local" {
-		cmd += " --backend " + x.o.Backend
-	}
-	return cmd
 }
 
 func ms(v time.Duration) float64 { return float64(v.Microseconds()) / 1000 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/harness"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -39,18 +40,26 @@ var param = map[string]string{
 type setup struct {
 	alg      algorithms.Info
 	topology string
-	clients  int
-	ttl      time.Duration
-	session  time.Duration
-	lease    time.Duration
-	sentinel bool // the algorithm also runs on redis-sentinel: failover applies
+	top      cluster.Topology // the descriptor of topology: explore asks it, never its name
+	// replicated is a topology of the algorithm's with a replica to fail over to ("" = none).
+	replicated string
+	clients    int
+	ttl        time.Duration
+	session    time.Duration
+	lease      time.Duration
 }
 
 func newSetup(info algorithms.Info, o Options) setup {
 	s := setup{alg: info, topology: info.Topologies[0], clients: o.Clients, ttl: o.TTL,
 		session: o.SessionTimeout, lease: o.TTL}
-	s.sentinel = slices.Contains(info.Topologies, "redis-sentinel")
-	if s.topology == "zookeeper" {
+	s.top, _ = cluster.LookupTopology(s.topology)
+	for _, name := range info.Topologies {
+		if t, err := cluster.LookupTopology(name); err == nil && t.Has(cluster.TraitReplication) {
+			s.replicated = name
+			break
+		}
+	}
+	if s.top.Family == "zookeeper" {
 		if s.session == 0 {
 			// Shorter sessions expire spuriously on a loaded 2-core machine (as the catalogue).
 			s.session = max(o.TTL, time.Second)
@@ -92,34 +101,17 @@ func (s setup) defaultParam(kind string) time.Duration {
 	return 0
 }
 
-// na says why a kind does not apply to this algorithm ("" when it does).
+// na says why a kind does not apply to this algorithm ("" when it does): the fault kind's answer
+// on the topology the experiment runs on (faults.Unavailable), as the catalogue's and soak's.
 func (s setup) na(kind string) string {
-	switch kind {
-	case KindRestart:
-		if !s.keyed() {
-			return "no known node holds the key on topology " + s.topology
+	top := s.top
+	if kind == KindFailover {
+		if s.replicated == "" {
+			return "the algorithm runs on no topology with a replica to fail over to"
 		}
-	case KindClockJump:
-		if s.topology == "zookeeper" {
-			return "ZooKeeper sessions do not expire by a server wall clock"
-		}
-		if !s.keyed() {
-			return "no known node holds the key on topology " + s.topology
-		}
-	case KindFailover:
-		if !s.sentinel {
-			return "the algorithm does not run on redis-sentinel (no replication to fail over)"
-		}
+		top, _ = cluster.LookupTopology(s.replicated)
 	}
-	return ""
-}
-
-func (s setup) keyed() bool {
-	switch s.topology {
-	case "redis-single", "redis-sentinel", "redis-multi", "zookeeper":
-		return true
-	}
-	return false
+	return faults.Unavailable(faults.Spec{Kind: kind, Nodes: s.holder()}, top)
 }
 
 // workload is the experiment's workload. It depends on the kind and its survey size only, never on
@@ -191,18 +183,19 @@ func (s setup) scenario(e *Experiment, v time.Duration) scenarios.Scenario {
 		f.Nodes = s.holder()
 	case KindFailover:
 		sc.Workload = failoverWorkload
-		sc.Variants = map[string]scenarios.Variant{s.alg.Name: {Topology: "redis-sentinel"}}
+		sc.Variants = map[string]scenarios.Variant{s.alg.Name: {Topology: s.replicated}}
 	}
 	sc.Faults = []faults.Spec{f}
-	if s.topology == "redis-multi" && (e.Fault == KindRestart || e.Fault == KindClockJump) {
+	if s.top.Family == "redlock" && (e.Fault == KindRestart || e.Fault == KindClockJump) {
 		sc.Faults = scenarios.BareMajority(f, s.clients, faults.Duration(s.ttl*3/5))
 	}
 	return sc
 }
 
-// holder names the node that holds the key.
+// holder names the node that holds the key: the leader where the nodes elect one, else the
+// master (the one node, or Redlock's first).
 func (s setup) holder() string {
-	if s.topology == "zookeeper" {
+	if s.top.Has(cluster.TraitLeader) {
 		return "leader"
 	}
 	return "master"

@@ -52,11 +52,6 @@ func Register(m *process.Manifest) error {
 			codes[clockSkew] = "-: the skew cannot reach this process client's clock: " + why
 		}
 	}
-	for scen, code := range scenarios.FamilyNA(family(m)) {
-		if _, ok := codes[scen]; !ok {
-			codes[scen] = code
-		}
-	}
 	spec := m.Spec()
 	var once sync.Once
 	var reqErr error
@@ -66,6 +61,7 @@ func Register(m *process.Manifest) error {
 	}
 	algorithms.Register(algorithms.Info{
 		Name: m.Name, Summary: summary, Source: m.Source, Topologies: append([]string{m.Topology}, m.AlsoOn...),
+		Family: m.Family, Process: true,
 		New: func(cfg algorithms.Config) (algorithms.Locker, error) {
 			once.Do(func() { reqErr = m.CheckRequires() })
 			if reqErr != nil {
@@ -74,17 +70,9 @@ func Register(m *process.Manifest) error {
 			return process.Start(spec, cfg) // the harness waits for Ready: clients start side by side
 		},
 	})
-	scenarios.SetFamily(m.Name, family(m))
 	scenarios.Expect(m.Name, codes)
 	registered[m.Name] = m.Path
 	return nil
-}
-
-func family(m *process.Manifest) string {
-	if m.Family != "" {
-		return m.Family
-	}
-	return scenarios.TopologyFamily(m.Topology)
 }
 
 // RegisterFile loads and registers the manifest at path and returns the algorithm's name.

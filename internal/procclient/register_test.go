@@ -54,12 +54,12 @@ func TestShippedSQLClient(t *testing.T) {
 	if err := RegisterDir("../../clients"); err != nil {
 		t.Fatal(err)
 	}
-	if f := scenarios.Family("psycopg2-advisory"); f != "sql" {
-		t.Errorf("psycopg2-advisory's family %q, want sql", f)
-	}
 	info, err := algorithms.Lookup("psycopg2-advisory")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if f := scenarios.Family(info); f != "sql" {
+		t.Errorf("psycopg2-advisory's family %q, want sql", f)
 	}
 	if !slices.Contains(info.Topologies, "postgres-pgbouncer") {
 		t.Errorf("psycopg2-advisory runs on %v, want postgres-pgbouncer among them", info.Topologies)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	_ "github.com/lockchaos/lockchaos/cluster/docker" // these cells run on the docker backend
 	"github.com/lockchaos/lockchaos/internal/runner"
 	"github.com/lockchaos/lockchaos/internal/testenv"
 	"github.com/lockchaos/lockchaos/reports"

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/harness"
 	"github.com/lockchaos/lockchaos/history"
@@ -43,9 +42,9 @@ type Options struct {
 	// Full runs every cell for its scenario's full time. By default a cell stops once a
 	// violation is found (its history's stop line says so): the verdict can no longer change.
 	Full bool
-	// Command is the command line the history records as the one that re-runs the cell
-	// (default: lockchaos run with the cell's algorithm, scenario and seed).
-	Command string
+	// ScenarioFile is the scenario file the cells' scenarios come from, when not the catalogue
+	// (the re-run command names it).
+	ScenarioFile string
 }
 
 // Dir returns the run directory of a cell: OUT/<scenario>/<algorithm>[@<topology>][/<run>], the
@@ -66,7 +65,7 @@ func Dir(out string, c scenarios.Cell, run int) string {
 func Config(c scenarios.Cell, o Options, run int) harness.Config {
 	w := c.Workload
 	cfg := harness.Config{
-		Algorithm: c.Algorithm, Scenario: c.Scenario, Expected: c.Expected,
+		Lock: c.Lock, Algorithm: c.Algorithm, Scenario: c.Scenario, Expected: c.Expected,
 		Topology: c.Topology, Nodes: c.Nodes, Backend: o.Backend, Proxies: o.Proxies,
 		Workload: harness.Workload{
 			Clients: w.Clients, TTL: w.TTL.D(), Hold: w.Hold.D(), Think: w.Think.D(),
@@ -80,7 +79,7 @@ func Config(c scenarios.Cell, o Options, run int) harness.Config {
 		Log: o.Log, ClusterFile: o.ClusterFile,
 		RedisImage: o.RedisImage, ZooKeeperImage: o.ZooKeeperImage, PostgresImage: o.PostgresImage, MariaDBImage: o.MariaDBImage, EtcdImage: o.EtcdImage,
 	}
-	if info, err := algorithms.Lookup(c.Algorithm); err == nil && info.Fenced && !info.FenceUnchecked {
+	if info := c.Lock; info.Fenced && !info.FenceUnchecked {
 		// A fenced algorithm is run as it is meant to be used: the resource checks its fences
 		// (except the fence-unchecked mutant's, whose point is that nobody checks them).
 		cfg.Fencing = true
@@ -97,10 +96,7 @@ func Config(c scenarios.Cell, o Options, run int) harness.Config {
 	if o.TTL > 0 {
 		cfg.TTL = o.TTL
 	}
-	cfg.Command = command(c, o, cfg.Seed)
-	if o.Command != "" {
-		cfg.Command = o.Command
-	}
+	cfg.Command = Command(c, o, cfg.Seed)
 	return cfg
 }
 
@@ -111,12 +107,22 @@ func (o Options) out() string {
 	return o.Out
 }
 
-// command is the command line that re-runs the cell with the same seed.
-func command(c scenarios.Cell, o Options, seed int64) string {
-	args := []string{"lockchaos", "run", "--algorithm", c.Algorithm, "--scenario", c.Scenario,
-		"--seed", strconv.FormatInt(seed, 10)}
+// Command is the command line that re-runs cell c with options o and the given seed: the one
+// builder of it, which the history's meta, the reports, soak and explore all take.
+func Command(c scenarios.Cell, o Options, seed int64) string {
+	args := []string{"lockchaos", "run", "--algorithm", c.Algorithm}
+	if o.ScenarioFile != "" {
+		args = append(args, "--scenario-file", o.ScenarioFile)
+	}
+	args = append(args, "--scenario", c.Scenario, "--seed", strconv.FormatInt(seed, 10))
+	if c.On != "" {
+		args = append(args, "--topology", c.On)
+	}
 	if o.Backend != "" && o.Backend != "local" {
 		args = append(args, "--backend", o.Backend)
+	}
+	if o.Proxies != "" && o.Proxies != harness.ProxyAuto {
+		args = append(args, "--proxy", o.Proxies)
 	}
 	if o.ClusterFile != "" {
 		args = append(args, "--cluster", o.ClusterFile)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/faults"
 	"github.com/lockchaos/lockchaos/harness"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -19,8 +20,12 @@ import (
 // topologies it applies to, and how one occurrence is drawn, sized from the lease.
 type faultTemplate struct {
 	name string
-	// on says why the template does not apply to a topology ("" when it does).
-	on func(topology string) string
+	// kind is the fault kind it draws; wire, that it aims at a command on the wire; needs, the
+	// traits a topology must have beyond what the kind asks (a quorum to cut in part). Where it
+	// applies is theirs to say (unavailable): the plan keeps no list of topologies.
+	kind  string
+	wire  bool
+	needs []cluster.Trait
 	// draw makes one occurrence at at, from rng; lease is the TTL or the session, whichever is
 	// longer; clients is the run's.
 	draw func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec
@@ -58,48 +63,37 @@ func between(rng *rand.Rand, lo, hi float64, unit time.Duration) faults.Duration
 // client draws one client's number, as a selector.
 func client(rng *rand.Rand, n int) string { return strconv.Itoa(1 + rng.IntN(n)) }
 
-func everywhere(string) string { return "" }
-
-func onlyOn(why string, topologies ...string) func(string) string {
-	return func(t string) string {
-		if slices.Contains(topologies, t) {
-			return ""
-		}
+// unavailable says why the template does not apply to topology t ("" when it does), as the
+// catalogue, explore and locktest would: it asks the fault kind (faults.Unavailable) and the
+// topology's traits.
+func (ft faultTemplate) unavailable(t cluster.Topology) string {
+	probe := faults.Spec{Kind: ft.kind}
+	if ft.wire {
+		probe.Wire = &faults.Wire{Before: "*"}
+	}
+	if why := faults.Unavailable(probe, t); why != "" {
 		return why
 	}
+	return t.Lacks(ft.needs...)
 }
-
-func notOn(why string, topologies ...string) func(string) string {
-	return func(t string) string {
-		if slices.Contains(topologies, t) {
-			return why
-		}
-		return ""
-	}
-}
-
-var redisTopologies = []string{"redis-single", "redis-sentinel", "redis-multi", "redis-cluster"}
-
-// quorumTopologies are those whose locks take a majority of independent nodes.
-var quorumTopologies = []string{"redis-multi", "zookeeper", "etcd"}
 
 // templates are the faults a soak draws from, in --faults order. Faults that last the run (kill,
 // client-crash) are not among them: a soak of minutes would spend them in its first seconds and
 // test a dead cluster after. Every occurrence heals.
 var templates = []faultTemplate{
-	{name: "client-pause", on: everywhere, draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+	{name: "client-pause", kind: "client-pause", draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// A GC pause of the holder (or of a waiter) at one of its steps, past the lease or not.
 		return faults.Spec{Kind: "client-pause", At: faults.Duration(at), Point: p.points[rng.IntN(len(p.points))],
 			Skip: rng.IntN(3), For: between(rng, 0.5, 3, p.lease)}
 	}},
-	{name: "partition", on: everywhere, draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+	{name: "partition", kind: "partition", draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// One client cut off from every node, at a moment or right after it acquired.
 		if rng.IntN(2) == 0 {
 			return partitionAtGrant(rng, at, p)
 		}
 		return faults.Spec{Kind: "partition", At: faults.Duration(at), Clients: client(rng, p.clients), For: between(rng, 0.5, 3, p.lease)}
 	}, atGrant: partitionAtGrant, worksOn: true},
-	{name: "partition-minority", on: onlyOn("only a quorum of several nodes can be cut in part", quorumTopologies...), draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+	{name: "partition-minority", kind: "partition", needs: []cluster.Trait{cluster.TraitQuorum}, draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// A partial partition: one client cut off from a minority of the nodes, still reaching a
 		// majority — a quorum lock it takes meanwhile rests on a bare majority, as in Kleppmann's
 		// Redlock restart. Half of them refuse its connections (a firewall's reject, a host
@@ -113,12 +107,12 @@ var templates = []faultTemplate{
 		return faults.Spec{Kind: kind, At: faults.Duration(at), Clients: client(rng, p.clients), Nodes: "minority",
 			For: between(rng, 1, 4, p.lease)}
 	}},
-	{name: "latency", on: everywhere, draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+	{name: "latency", kind: "latency", draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// A slow network for one client, every request and reply.
 		return faults.Spec{Kind: "latency", At: faults.Duration(at), Clients: client(rng, p.clients),
 			Amount: between(rng, 0.1, 1, p.ttl), Jitter: faults.Duration(p.ttl / 10), For: between(rng, 1, 3, p.lease)}
 	}},
-	{name: "late-release", on: notOn("etcd's gRPC is not parsed on the wire", "etcd"), draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+	{name: "late-release", kind: "latency", wire: true, draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// A release that reaches the server late (DESIGN.md §14): the request, or the reply a
 		// two-step release acts on, held until another client holds the lock.
 		w := &faults.Wire{Before: "*", Until: "cs:before-read"}
@@ -128,14 +122,14 @@ var templates = []faultTemplate{
 		return faults.Spec{Kind: "latency", At: faults.Duration(at), Point: "cs:before-release", Skip: rng.IntN(3),
 			Amount: between(rng, 1, 3, p.ttl), Wire: w}
 	}},
-	{name: "slow-grant", on: notOn("etcd's gRPC is not parsed on the wire", "etcd"), draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+	{name: "slow-grant", kind: "latency", wire: true, draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// The reply that wins an acquisition held until another client holds: a lease counted
 		// from the reply has run out meanwhile.
 		ok := true
 		return faults.Spec{Kind: "latency", At: faults.Duration(at), Point: "cs:before-acquire", Skip: rng.IntN(3),
 			Amount: between(rng, 1, 2, p.ttl), Wire: &faults.Wire{AfterReply: "*", OK: &ok, Until: "cs:before-read", Each: true}}
 	}},
-	{name: "restart", on: notOn("its servers are not restarted by lockchaos", "postgres-pgbouncer"), draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+	{name: "restart", kind: "restart", draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// A node killed and started again empty where it keeps nothing on disk: after a while, or
 		// at once while a client holds the lock (at its grant; the holder works on when the node
 		// is back, as the catalogue's restart does), the moment a restart is dangerous.
@@ -144,11 +138,11 @@ var templates = []faultTemplate{
 		}
 		return faults.Spec{Kind: "restart", At: faults.Duration(at), Nodes: "random", For: between(rng, 0.2, 2, p.lease)}
 	}, atGrant: restartAtGrant, onNode: true, worksOn: true, settle: 5 * time.Second},
-	{name: "pause-server", on: notOn("its servers are not paused by lockchaos", "postgres-pgbouncer"), draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+	{name: "pause-server", kind: "pause-server", draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// A node stopped (SIGSTOP: a VM or GC stall), then resumed.
 		return faults.Spec{Kind: "pause-server", At: faults.Duration(at), Nodes: "random", For: between(rng, 0.3, 2, p.lease)}
 	}, onNode: true, settle: time.Second},
-	{name: "clock-skew", on: everywhere, draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
+	{name: "clock-skew", kind: "clock-skew", draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 		// One client's clock off by up to 3 TTLs, either way, for a while.
 		amount := between(rng, 0.5, 3, p.ttl)
 		if rng.IntN(2) == 0 {
@@ -157,7 +151,7 @@ var templates = []faultTemplate{
 		return faults.Spec{Kind: "clock-skew", At: faults.Duration(at), Clients: client(rng, p.clients), Amount: amount,
 			For: between(rng, 1, 4, p.lease)}
 	}},
-	{name: "clock-jump", on: onlyOn("only a Redis server's key expiry follows its wall clock here (DESIGN.md §4)", redisTopologies...),
+	{name: "clock-jump", kind: "clock-jump",
 		draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 			// A node's wall clock jumps forward: its keys expire early. At a moment, or right
 			// after a client acquired (the moment its key's early expiry does harm).
@@ -166,7 +160,7 @@ var templates = []faultTemplate{
 			}
 			return faults.Spec{Kind: "clock-jump", At: faults.Duration(at), Nodes: "random", Amount: between(rng, 0.3, 1.5, p.ttl)}
 		}, atGrant: clockJumpAtGrant, onNode: true, worksOn: true, settle: time.Second},
-	{name: "session-kill", on: onlyOn("only a SQL server ends a client's session here", "postgres", "postgres-pgbouncer", "mariadb"),
+	{name: "session-kill", kind: "session-kill",
 		// The server ends the holder's session (an admin's kill, an idle timeout).
 		draw: sessionKillAtGrant, atGrant: sessionKillAtGrant, worksOn: true},
 }
@@ -270,16 +264,20 @@ func workload(d time.Duration, clients int, ttl time.Duration) scenarios.Workloa
 
 // kindsFor checks the asked kinds against every topology, or picks every template that applies to
 // all of them: one plan serves every algorithm of a comparison.
-func kindsFor(asked []string, topologies []string) ([]string, error) {
+func kindsFor(asked []string, topologies []cluster.Topology) ([]string, error) {
 	if len(asked) == 0 {
 		var out []string
 		for _, t := range templates {
-			if !slices.ContainsFunc(topologies, func(top string) bool { return t.on(top) != "" }) {
+			if !slices.ContainsFunc(topologies, func(top cluster.Topology) bool { return t.unavailable(top) != "" }) {
 				out = append(out, t.name)
 			}
 		}
 		if len(out) == 0 {
-			return nil, fmt.Errorf("%w: no fault applies to every one of the topologies %s (soak them one at a time)", ErrBadOptions, strings.Join(topologies, ", "))
+			names := make([]string, len(topologies))
+			for i, t := range topologies {
+				names[i] = t.Name
+			}
+			return nil, fmt.Errorf("%w: no fault applies to every one of the topologies %s (soak them one at a time)", ErrBadOptions, strings.Join(names, ", "))
 		}
 		return out, nil
 	}
@@ -289,8 +287,8 @@ func kindsFor(asked []string, topologies []string) ([]string, error) {
 			return nil, fmt.Errorf("%w: --faults: unknown fault %q (soak mixes %s)", ErrBadOptions, k, strings.Join(TemplateNames(), ", "))
 		}
 		for _, top := range topologies {
-			if why := t.on(top); why != "" {
-				return nil, fmt.Errorf("%w: --faults: %s does not apply to topology %s: %s (leave it out)", ErrBadOptions, k, top, why)
+			if why := t.unavailable(top); why != "" {
+				return nil, fmt.Errorf("%w: --faults: %s does not apply to topology %s: %s (leave it out)", ErrBadOptions, k, top.Name, why)
 			}
 		}
 	}

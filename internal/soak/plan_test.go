@@ -3,6 +3,7 @@ package soak
 import (
 	"errors"
 	"fmt"
+	"github.com/lockchaos/lockchaos/cluster"
 	"math"
 	"reflect"
 	"slices"
@@ -33,7 +34,7 @@ func infos(t *testing.T, names ...string) []algorithms.Info {
 // plan.
 func TestPlanFollowsTheSeed(t *testing.T) {
 	is := infos(t, "token", "redlock", "zookeeper")
-	kinds, err := kindsFor(nil, []string{"redis-single", "redis-multi", "zookeeper"})
+	kinds, err := kindsFor(nil, topos(t, []string{"redis-single", "redis-multi", "zookeeper"}...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestPlanFollowsTheSeed(t *testing.T) {
 // works on when the node is back: the moment a restart breaks a lock) beside timed ones, and
 // partial partitions that leave a client a bare majority; neither is refused on a quorum.
 func TestPlanAimsAtDangerousMoments(t *testing.T) {
-	kinds, err := kindsFor(nil, []string{"redis-multi"})
+	kinds, err := kindsFor(nil, topos(t, []string{"redis-multi"}...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestPlanAimsAtDangerousMoments(t *testing.T) {
 // reaches its client (getset's GET-then-DEL release and setnx-px's slow grant were safe under 12
 // such faults each with the standard TTL/4).
 func TestPlanHoldsOnAtGrants(t *testing.T) {
-	kinds, err := kindsFor(nil, []string{"redis-single"})
+	kinds, err := kindsFor(nil, topos(t, []string{"redis-single"}...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestPlanHoldsOnAtGrants(t *testing.T) {
 // partial partition is followed by a fault on a node the client still reaches. Ten minutes of
 // Redlock have such pairs, restarts or clock jumps after partial partitions among them.
 func TestPlanComposesFaults(t *testing.T) {
-	kinds, err := kindsFor(nil, []string{"redis-multi"})
+	kinds, err := kindsFor(nil, topos(t, []string{"redis-multi"}...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,10 +221,32 @@ func TestKindsRefused(t *testing.T) {
 		{[]string{"clock-jump"}, []string{"redis-single", "zookeeper"}},
 		{[]string{"session-kill"}, []string{"redis-single"}},
 		{[]string{"late-release"}, []string{"etcd"}},
+		{[]string{"slow-grant"}, []string{"mariadb"}},
+		{[]string{"late-release"}, []string{"postgres"}},
 		{[]string{"partition-minority"}, []string{"redis-multi", "redis-single"}},
 	} {
-		if _, err := kindsFor(tc.kinds, tc.topologies); !errors.Is(err, ErrBadOptions) {
+		if _, err := kindsFor(tc.kinds, topos(t, tc.topologies...)); !errors.Is(err, ErrBadOptions) {
 			t.Errorf("kinds %v on %v: %v, want a bad option", tc.kinds, tc.topologies, err)
+		}
+	}
+}
+
+// TestKindsOnEveryTopology: a soak's default mix on any topology holds only faults that can act
+// there — a SQL or etcd soak none aimed at the wire (it ended at once on "no parsed link" before),
+// a SQL soak its session kill — and is never empty.
+func TestKindsOnEveryTopology(t *testing.T) {
+	for _, top := range cluster.AllTopologies() {
+		kinds, err := kindsFor(nil, []cluster.Topology{top})
+		if err != nil {
+			t.Errorf("%s: %v", top.Name, err)
+			continue
+		}
+		wire := slices.Contains(kinds, "late-release") || slices.Contains(kinds, "slow-grant")
+		if wire != (top.Wire != "") {
+			t.Errorf("%s (wire %q): soak mixes %v", top.Name, top.Wire, kinds)
+		}
+		if slices.Contains(kinds, "session-kill") != top.Has(cluster.TraitSessions) {
+			t.Errorf("%s: soak mixes %v, sessions %v", top.Name, kinds, top.Has(cluster.TraitSessions))
 		}
 	}
 }
@@ -248,7 +271,7 @@ func TestPoissonInterval(t *testing.T) {
 // TestPlanRoundTrip: the plan written for --replay reads back the same, and the scenario file
 // beside it runs the same faults.
 func TestPlanRoundTrip(t *testing.T) {
-	kinds, err := kindsFor(nil, []string{"redis-single"})
+	kinds, err := kindsFor(nil, topos(t, []string{"redis-single"}...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,4 +331,17 @@ func TestSummarize(t *testing.T) {
 	if !slices.Equal(r.FirstRules, []int{1}) || !r.reproduces([]int{2}) || !r.reproduces([]int{2, 3}) || r.reproduces([]int{1, 2}) {
 		t.Errorf("first rules %v, rule sets %v: want [1], and a replay of a first violation under 2, or 2 and 3, reproduced, under 1 and 2 not", r.FirstRules, r.RuleSets)
 	}
+}
+
+// topos is the descriptors of the named topologies.
+func topos(t *testing.T, names ...string) []cluster.Topology {
+	t.Helper()
+	out := make([]cluster.Topology, len(names))
+	for i, n := range names {
+		var err error
+		if out[i], err = cluster.LookupTopology(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/harness"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/lcerr"
@@ -56,6 +57,8 @@ type Options struct {
 	Replay string
 	// Emit writes the faults of each algorithm's first violation, shrunk, as a scenario file.
 	Emit bool
+	// Topology runs every algorithm on this one of its topologies [each its first].
+	Topology string
 	// Clients and TTL change the workload [5, 500ms].
 	Clients int
 	TTL     time.Duration
@@ -108,9 +111,20 @@ func (o Options) withDefaults() (Options, []algorithms.Info, error) {
 		if slices.ContainsFunc(infos, func(i algorithms.Info) bool { return i.Name == a }) {
 			return o, nil, fmt.Errorf("%w: %s is named twice in --algorithms", ErrBadOptions, a)
 		}
+		if o.Topology != "" && !slices.Contains(info.Topologies, o.Topology) {
+			return o, nil, fmt.Errorf("%w: %s does not run on topology %s (it runs on %s)", ErrBadOptions, a, o.Topology, strings.Join(info.Topologies, ", "))
+		}
 		infos = append(infos, info)
 	}
 	return o, infos, nil
+}
+
+// topologyOf is the topology info's soak runs on: Options.Topology, else its first.
+func (o Options) topologyOf(info algorithms.Info) string {
+	if o.Topology != "" {
+		return o.Topology
+	}
+	return info.Topologies[0]
 }
 
 // Run soaks each algorithm in turn on one plan and writes Out/plan.yaml (first, before any
@@ -124,9 +138,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	topologies := make([]string, len(infos))
+	topologies := make([]cluster.Topology, len(infos))
 	for i, info := range infos {
-		topologies[i] = info.Topologies[0]
+		if topologies[i], err = cluster.LookupTopology(o.topologyOf(info)); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrBadOptions, info.Name, err)
+		}
 	}
 	var plan Plan
 	var before *Report // the replayed soak's report, when it wrote one
@@ -166,7 +182,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var herr error
 	for _, info := range infos {
 		if ctx.Err() != nil {
-			rep.Algorithms = append(rep.Algorithms, AlgorithmResult{Algorithm: info.Name, Topology: info.Topologies[0],
+			rep.Algorithms = append(rep.Algorithms, AlgorithmResult{Algorithm: info.Name, Topology: o.topologyOf(info),
 				NotRun: "the soak was interrupted before it"})
 			continue
 		}
@@ -198,15 +214,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 // soakOne runs one algorithm on the plan, watching its history as it is written, and sums up its
 // outcome.
 func soakOne(ctx context.Context, o Options, plan Plan, info algorithms.Info) (AlgorithmResult, error) {
-	ar := AlgorithmResult{Algorithm: info.Name, Topology: info.Topologies[0]}
-	cell, err := plan.Cell(info.Name)
+	ar := AlgorithmResult{Algorithm: info.Name, Topology: o.topologyOf(info)}
+	cell, err := plan.CellFor(info, o.Topology)
 	if err != nil {
 		return ar, fmt.Errorf("%w: %w", ErrBadOptions, err)
 	}
 	ro := runner.Options{Out: o.Out, Backend: o.Backend, Proxies: o.Proxies, Seed: plan.Seed, Version: o.Version,
-		CheckTimeout: o.CheckTimeout, ClusterFile: o.ClusterFile, Full: true,
-		Command: fmt.Sprintf("lockchaos run --algorithm %s --scenario-file %s --scenario soak --seed %d --full",
-			info.Name, filepath.Join(o.Out, PlanFile), plan.Seed)}
+		CheckTimeout: o.CheckTimeout, ClusterFile: o.ClusterFile, Full: true, ScenarioFile: filepath.Join(o.Out, PlanFile)}
 	dir := runner.Dir(o.Out, cell, 0)
 	// A soak's directory holds one soak: the live check must not read an earlier history there.
 	if err := os.RemoveAll(dir); err != nil {

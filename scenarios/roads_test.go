@@ -1,0 +1,48 @@
+package scenarios
+
+import (
+	"testing"
+
+	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/faults"
+)
+
+// TestEveryRoadAgrees: for every topology × fault kind, a cell of a one-fault scenario is n/a
+// exactly where the fault kind says it cannot act (faults.Unavailable), and says the kind's
+// reason — for a registered built-in, for a user's lock handed down as a value (locktest's road)
+// and for a process client (its Info marks it so): the roads ask one owner. And every topology an
+// algorithm names is one cluster registers.
+func TestEveryRoadAgrees(t *testing.T) {
+	for _, top := range cluster.AllTopologies() {
+		for _, kind := range faults.KindNames() {
+			f := faults.Spec{Kind: kind, Point: "cs:acquired", For: ms(100), Amount: ms(100), Nodes: "master"}
+			s := Scenario{Name: "probe-" + kind, Summary: "probe", Faults: []faults.Spec{f}}
+			want := faults.Unavailable(f, top)
+			for _, lock := range []algorithms.Info{
+				{Name: "user-lock", Topologies: []string{top.Name}},
+				{Name: "process-client", Topologies: []string{top.Name}, Process: true},
+			} {
+				c, err := s.CellFor(lock, "")
+				if err != nil {
+					t.Fatalf("%s × %s × %s: %v", lock.Name, top.Name, kind, err)
+				}
+				if (c.NA != "") != (want != "") || (want != "" && c.NA != want) {
+					t.Errorf("%s on %s × %s: n/a %q, the fault kind says %q", lock.Name, top.Name, kind, c.NA, want)
+				}
+			}
+		}
+	}
+	for _, info := range append(algorithms.All(), algorithms.Mutants()...) {
+		for _, name := range info.Topologies {
+			if _, err := cluster.LookupTopology(name); err != nil {
+				t.Errorf("%s runs on %s: %v", info.Name, name, err)
+			}
+		}
+	}
+	for _, top := range cluster.AllTopologies() {
+		if _, err := algorithms.Reference(top.Name); err != nil {
+			t.Errorf("%s: %v (mark one algorithm ReferenceOn it)", top.Name, err)
+		}
+	}
+}
