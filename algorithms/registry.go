@@ -41,6 +41,11 @@ type Info struct {
 	ReferenceOn []string
 	// Process is true for a process client (algorithms/process): its clock is its process's.
 	Process bool
+	// Renews is the period at which the lock renews its lease in the background (a watchdog or
+	// heartbeat thread, a ZooKeeper client's session pings), 0 when it renews nothing: a fault
+	// that must outlast the lease must outlast a renewal too (a frozen heartbeat, a partition
+	// longer than the lease plus this period). A process client's manifest says it (renews).
+	Renews time.Duration
 	// New builds one client's Locker.
 	New func(Config) (Locker, error)
 }

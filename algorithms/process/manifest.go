@@ -45,6 +45,10 @@ type Manifest struct {
 	} `yaml:"supports"`
 	// InitTimeout bounds the wait for init_ok (default 30s).
 	InitTimeout time.Duration `yaml:"init_timeout"`
+	// Renews is the period at which the library renews its lease in the background (a heartbeat
+	// thread, a watchdog, a ZooKeeper session's pings), at the catalogue's TTL; 0 (absent) when it
+	// renews nothing (algorithms.Info.Renews).
+	Renews time.Duration `yaml:"renews"`
 	// Clock is how a clock fault reaches the client: "faketime" (the default: libfaketime
 	// preloaded, for runtimes that read the clock through libc, as Python and the JVM do) or
 	// "none" (a static binary, a Go program: clock-skew is n/a for it).
@@ -133,6 +137,9 @@ func (m *Manifest) check() error {
 		return errors.New("no command (want e.g. command: [/usr/bin/python3, mylock.py])")
 	case m.Topology == "":
 		return errors.New("no topology (want redis-single, redis-sentinel, redis-multi, zookeeper or etcd)")
+	}
+	if m.Renews < 0 {
+		return fmt.Errorf("renews %v: want the renewal period (e.g. 500ms), or no renews when the library renews nothing", m.Renews)
 	}
 	if m.Clock != "" && m.Clock != ClockFaketime && m.Clock != ClockNone {
 		return fmt.Errorf("clock %q: want faketime (the default) or none", m.Clock)

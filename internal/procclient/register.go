@@ -61,7 +61,7 @@ func Register(m *process.Manifest) error {
 	}
 	algorithms.Register(algorithms.Info{
 		Name: m.Name, Summary: summary, Source: m.Source, Topologies: append([]string{m.Topology}, m.AlsoOn...),
-		Family: m.Family, Process: true,
+		Family: m.Family, Process: true, Renews: m.Renews,
 		New: func(cfg algorithms.Config) (algorithms.Locker, error) {
 			once.Do(func() { reqErr = m.CheckRequires() })
 			if reqErr != nil {

@@ -145,3 +145,27 @@ func TestClockSkewNA(t *testing.T) {
 		t.Errorf("clock: sometimes: %v, want an error naming the values", err)
 	}
 }
+
+// TestRenews: a manifest's renews reaches the algorithm's Info (tooz's heartbeat thread, kazoo's
+// session pings); a client that renews nothing has none; a negative period is an error.
+func TestRenews(t *testing.T) {
+	if err := RegisterDir("../../clients"); err != nil {
+		t.Fatal(err)
+	}
+	for alg, want := range map[string]time.Duration{"tooz-redis": 500 * time.Millisecond, "kazoo": 333 * time.Millisecond, "redis-py": 0} {
+		info, err := algorithms.Lookup(alg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Renews != want {
+			t.Errorf("%s: Info.Renews %v, want %v (its manifest's renews)", alg, info.Renews, want)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(p, []byte("name: bad-renews\ncommand: [/bin/true]\ntopology: redis-single\nrenews: -1s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RegisterFile(p); err == nil || !strings.Contains(err.Error(), "renews") {
+		t.Errorf("renews: -1s: %v, want an error naming renews", err)
+	}
+}
