@@ -16,7 +16,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// MariaDB is one MariaDB server (DESIGN.md §15), Debian's mariadb-server, its data dir made by
+// MariaDB is one MariaDB server (docs/design.md#session-locks-and-more-services), Debian's mariadb-server, its data dir made by
 // mariadb-install-db per run; on the docker backend, a container of the MariaDB image (make
 // images builds lockchaos/mariadb with its data dir made).
 const MariaDB = "mariadb"

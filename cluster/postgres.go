@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Postgres is one PostgreSQL server (DESIGN.md §15), from Debian's postgresql, initdb per run.
+// Postgres is one PostgreSQL server (docs/design.md#session-locks-and-more-services), from Debian's postgresql, initdb per run.
 const Postgres = "postgres"
 
 // KindPostgres is a PostgreSQL server.

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// RedisCluster is Redis Cluster (DESIGN.md §15): 3 masters and 3 replicas of Debian's
+// RedisCluster is Redis Cluster (docs/design.md#session-locks-and-more-services): 3 masters and 3 replicas of Debian's
 // redis-server in cluster mode, formed by lockchaos itself (no redis-cli prompts).
 const RedisCluster = "redis-cluster"
 
@@ -117,7 +117,7 @@ func (c *topo) startRedisCluster(ctx context.Context) error {
 		nd.srv.keep = true
 		nd.srv.gatewayPorts = []int{redisClusterBusPort}
 		nd.srv.argv = func(dir string) []string {
-			// A restarted node comes back empty (no persistence, DESIGN.md §4) but keeps its
+			// A restarted node comes back empty (no persistence, docs/design.md#faults) but keeps its
 			// nodes.conf: its identity in the cluster, as a real node with appendonly no does.
 			_ = os.Remove(filepath.Join(dir, "dump.rdb"))
 			lines := append(redisConfig(ports[i], dir), clusterConf(bus)...)

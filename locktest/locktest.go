@@ -20,7 +20,7 @@
 //     lets a fault stop the client there. Calling it is optional: the catalogue reaches a lock
 //     that marks no point by what the harness owns — its own points around the critical section
 //     (cs:before-acquire, cs:acquired, cs:before-read, cs:before-write, cs:before-release) and the
-//     wire (DESIGN.md §14): the proxies parse Redis's and ZooKeeper's protocols, so slow-release
+//     wire (docs/design.md#wire-points): the proxies parse Redis's and ZooKeeper's protocols, so slow-release
 //     holds your release's first command (or its first reply) until another client holds the
 //     lock, and latency holds the reply that wins your acquisition past the lease. A few of the
 //     catalogue's faults are refinements at a built-in's own points (Redlock's
@@ -376,7 +376,7 @@ func describe(r *checker.Result, expected, report string) string {
 
 // Algorithm is the Factory of one of lockchaos's own algorithms or mutants by name (`lockchaos
 // list --mutants`). Point Run at a mutant — a real algorithm with one safety mechanism removed
-// (DESIGN.md §11) — to see what a caught bug looks like before you test your own lock, or at a
+// (docs/design.md#mutants) — to see what a caught bug looks like before you test your own lock, or at a
 // real algorithm as the reference yours should match.
 func Algorithm(name string) Factory {
 	return func(cfg algorithms.Config) (algorithms.Locker, error) {

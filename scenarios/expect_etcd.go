@@ -28,7 +28,7 @@ func init() {
 			Faults:   []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2000)}},
 			Workload: Workload{Hold: ms(2500), StuckAfter: ms(3500)},
 		})
-		// etcd speaks gRPC over HTTP/2, which lockchaos does not parse (DESIGN.md §14: not until
+		// etcd speaks gRPC over HTTP/2, which lockchaos does not parse (docs/design.md#wire-points: not until
 		// measured as cheap), so the wire faults of slow-release and latency cannot reach it: its
 		// release is delayed by latency on its links from cs:before-release, and latency is timed on a
 		// minority of the cluster, as for ZooKeeper.

@@ -1,6 +1,6 @@
 package scenarios
 
-// Locks on MariaDB (DESIGN.md §15): mysql-get-lock (algorithms/mysql_get_lock.go), GET_LOCK on a
+// Locks on MariaDB (docs/design.md#session-locks-and-more-services): mysql-get-lock (algorithms/mysql_get_lock.go), GET_LOCK on a
 // session of its own. It is a session lock as pg-advisory is, and of the same "sql" family
 // (Family): the server holds it while the session lives, with no TTL, and drops it when the
 // session ends (a KILL, a restart, a disconnect); the careful client's Valid asks the server

@@ -7,7 +7,7 @@ import (
 	"github.com/lockchaos/lockchaos/faults"
 )
 
-// Locks on PostgreSQL (DESIGN.md §15): pg-advisory and pg-advisory-xact (algorithms/
+// Locks on PostgreSQL (docs/design.md#session-locks-and-more-services): pg-advisory and pg-advisory-xact (algorithms/
 // pg_advisory.go), session locks, and pg-lease (algorithms/pg_lease.go), a lease row. The server holds a session lock for as long as the session lives, with no TTL
 // (Lease.TTL 0: the checker's lock model never lets it expire), through any pause of the holder,
 // and drops it when the session ends; the holder learns it only at its next statement, so the
@@ -25,7 +25,7 @@ func registerSQLScenarios() bool {
 		Summary: "The server ends the first holder's session right after it acquired (PostgreSQL's " +
 			"pg_terminate_backend, MariaDB's KILL, as an admin, a pooler or an idle-session timeout does); the holder " +
 			"is busy until another client holds the lock (250 ms at most) and learns it only at its next statement.",
-		Reproduces: "DESIGN.md §15: a session lock is dropped with its session; the waiter is granted at once",
+		Reproduces: "docs/design.md#session-locks-and-more-services: a session lock is dropped with its session; the waiter is granted at once",
 		Needs:      "a server that can end a client's sessions (postgres topologies, mariadb); the kill at cs:acquired",
 		Workload:   std.merge(Workload{StuckAfter: ms(1500)}),
 		// The holder's next statement comes after the waiter's grant (client-stall until
@@ -70,7 +70,7 @@ func registerSQLScenarios() bool {
 		Name: "server-idle-timeout",
 		Summary: "No faults: the SQL server ends sessions idle for 1 s (PostgreSQL's idle_session_timeout, MariaDB's " +
 			"wait_timeout), and each holder works 1.5 s between its read and its write without a statement on its lock's session.",
-		Reproduces: "DESIGN.md §15: the server's idle settings decide how soon a session, and its lock, is dropped",
+		Reproduces: "docs/design.md#session-locks-and-more-services: the server's idle settings decide how soon a session, and its lock, is dropped",
 		Needs:      "a holder idle on its session for longer than the server's idle timeout",
 		Workload:   std.merge(Workload{Hold: ms(1500), ServerIdleTimeout: ms(1000), Duration: ms(3000), StuckAfter: ms(2500)}),
 		Topologies: sqlTopologies,

@@ -119,7 +119,7 @@ var templates = []faultTemplate{
 			Amount: between(rng, 0.1, 1, p.ttl), Jitter: faults.Duration(p.ttl / 10), For: between(rng, 1, 3, p.lease)}
 	}},
 	{name: "late-release", on: notOn("etcd's gRPC is not parsed on the wire", "etcd"), draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
-		// A release that reaches the server late (DESIGN.md §14): the request, or the reply a
+		// A release that reaches the server late (docs/design.md#wire-points): the request, or the reply a
 		// two-step release acts on, held until another client holds the lock.
 		w := &faults.Wire{Before: "*", Until: "cs:before-read"}
 		if rng.IntN(2) == 0 {
@@ -157,7 +157,7 @@ var templates = []faultTemplate{
 		return faults.Spec{Kind: "clock-skew", At: faults.Duration(at), Clients: client(rng, p.clients), Amount: amount,
 			For: between(rng, 1, 4, p.lease)}
 	}},
-	{name: "clock-jump", on: onlyOn("only a Redis server's key expiry follows its wall clock here (DESIGN.md §4)", redisTopologies...),
+	{name: "clock-jump", on: onlyOn("only a Redis server's key expiry follows its wall clock here (docs/design.md#faults)", redisTopologies...),
 		draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
 			// A node's wall clock jumps forward: its keys expire early. At a moment, or right
 			// after a client acquired (the moment its key's early expiry does harm).
