@@ -294,8 +294,8 @@ func mariadbKillSessions(c *topo, ctx context.Context, client int) (int, error) 
 
 // mariadbSessions lists client's sessions with SHOW PROCESSLIST, which the server answers from its
 // thread list. information_schema.PROCESSLIST materializes a temporary table first, and the
-// first such query of a run crashed MariaDB 10.11.19 (Debian 12) once here, with signal 11 in
-// ha_maria::drop_table as it freed that table (1 of about 80 session-kill runs, 2026-11-28).
+// first such query of a run crashed MariaDB 10.11.19 (Debian 12) once, with signal 11 in
+// ha_maria::drop_table as it freed that table (1 of about 80 session-kill runs).
 func mariadbSessions(ctx context.Context, conn *sql.Conn, client int) ([]int64, error) {
 	rows, err := conn.QueryContext(ctx, "SHOW PROCESSLIST")
 	if err != nil {

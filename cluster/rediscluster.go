@@ -29,7 +29,7 @@ const DefaultLockKey = "lock"
 // redisClusterNodeTimeout is cluster-node-timeout: how long a master may be unreachable before
 // the others call it failing. The failover takes this, plus the gossip that turns PFAIL into FAIL,
 // plus the replica's election delay (Redis waits 500 ms + up to 500 ms at random before asking for
-// votes): measured on this 2-core machine (load average 9–10, shared), kill to the replica
+// votes): measured on a shared 2-core machine (load average 9–10), kill to the replica
 // promoted 1.41–1.91 s in 12 runs of TestRedisCluster, to the first grant by it 1.4–2.3 s (token
 // × failover). Natural promotion is fast enough, so no CLUSTER FAILOVER TAKEOVER is forced.
 // Lower makes a loaded machine's scheduling stalls look like failures.

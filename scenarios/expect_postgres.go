@@ -92,7 +92,7 @@ func init() {
 	// pg-lease's holders must write within their lease for the cell to show anything: a 2 s TTL
 	// outlasts the 1.5 s of work (with the catalogue's 500 ms every holder's lease ran out first
 	// and nobody wrote: unknown). A 4 s run has two or three grants, and in 4 of 20 runs (make
-	// reproduce, 2026-11-28) the releasing holder took the lock again before any waiter's retry
+	// reproduce) the releasing holder took the lock again before any waiter's retry
 	// both times: one client, nothing contended, unknown. 6 s runs have four or five.
 	vary("server-idle-timeout", "pg-lease", Variant{Workload: Workload{TTL: ms(2000), Duration: ms(6000)}})
 	vary("latency", "sql", Variant{Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "master", Amount: ms(ttl/2 + 50)}}})
@@ -104,7 +104,7 @@ func init() {
 		}
 	}
 
-	// Measured on the local backend, 2026-11-26, on a loaded 2-core machine (seeds 1–5 unless
+	// Measured on the local backend (seeds 1–5 unless
 	// said; pg-advisory-xact seeds 1–3, 1–5 for session-kill and pgbouncer-transaction): every
 	// run gave the code below.
 	session := sessionLockCells()
@@ -120,7 +120,7 @@ func init() {
 	Expect("pg-advisory-xact", xact)
 
 	// pg-lease: a lease row on the server's clock, its version the fence (the runner turns the
-	// resource's fence check on). Seeds 1–5 each (restart 1–2), 2026-11-26; client-pause: 5 of 5
+	// resource's fence check on). Seeds 1–5 each (restart 1–2); client-pause: 5 of 5
 	// with the stale write rejected, 0 lost updates. restart is left without an
 	// expectation: the committed row survives the restart, so nobody else is granted within the
 	// danger window (restart's 4 s TTL after a 2–15 s recovery): unknown by the evidence rule,
@@ -181,7 +181,7 @@ func sessionLockCells() map[string]string {
 		// holder's Valid asks the server and skips its write: 0 overlapping writes, 0 lost updates;
 		// pg-advisory-no-valid writes into the next holder's lock (scenarios/catches.go: Ul).
 		"session-kill": "Us: the server ended the holder's session and granted the waiter; the holder asked and did not write",
-		// Seeds 1–3 each, 2026-11-26: the waiter is granted 1.00–1.05 s in, the moment the idle
+		// Seeds 1–3 each: the waiter is granted 1.00–1.05 s in, the moment the idle
 		// holder's session is ended; the holder asks before it writes and does not (0 lost updates).
 		"server-idle-timeout": "Us: the server ended the idle holder's session and granted the waiter; the holder asked and did not write",
 	}
