@@ -22,7 +22,7 @@ import (
 // overwrites the winner's expiry with its own (the seed accepts that).
 //
 // How it fails: the expiry is judged by each client's own clock, so a client whose clock runs
-// ahead takes over a lock its holder still validly holds (DESIGN §7 clock-skew, service class,
+// ahead takes over a lock its holder still validly holds (docs/design.md#catalogue-and-expectations clock-skew, service class,
 // seed 000 "时间戳的问题"). The release is check-then-delete: a holder that pauses between its GET
 // and its DEL (release:after-get) deletes the lock someone took over meanwhile (slow-release).
 // A paused holder writes after its expiry (client-pause). A server clock jump does nothing to it.

@@ -34,7 +34,7 @@ type Lease struct {
 	// TTL is the lease the server enforces (0 = none), for the lease-aware check.
 	TTL time.Duration
 	// NoExpiry, with TTL 0, says the server holds the lock until it is released or the holder's
-	// session ends (a session lock, DESIGN.md §15), so the check must not assume the run's TTL
+	// session ends (a session lock, docs/design.md#session-locks-and-more-services), so the check must not assume the run's TTL
 	// for it; without it a TTL of 0 is read as the run's TTL.
 	NoExpiry bool
 	// Data is the algorithm's own state that Release needs (a token, a node path).
@@ -130,7 +130,7 @@ var ErrGaveUp = errors.New("lockchaos: acquire gave up")
 // Validator is implemented by Lockers whose lease can end before its Validity says: a lease kept
 // alive by a watchdog that may fail to renew it, or a ZooKeeper session that may be lost. Valid
 // reports whether the holder may still assume it holds l; it must answer at once from local
-// state (no request to a server) — except a session lock's (pg-advisory, DESIGN.md §15), which
+// state (no request to a server) — except a session lock's (pg-advisory, docs/design.md#session-locks-and-more-services), which
 // has no lease to count and asks its server, bounded by its OpTimeout. The harness's careful client asks it before its read and its
 // write, in addition to checking Validity by its clock.
 type Validator interface {

@@ -1,6 +1,6 @@
 package algorithms
 
-// The mutants of DESIGN.md §11: each is a real algorithm with one safety mechanism removed, as
+// The mutants of docs/design.md#mutants: each is a real algorithm with one safety mechanism removed, as
 // people get it wrong, built from the real implementation with one option set (tokenMutation,
 // zkMutation, getsetLocker.plainDEL, redlockLocker.noValidity and quorum), so a mutant differs
 // from its algorithm by exactly that mechanism. They are registered with Info.Mutant set: hidden
@@ -136,7 +136,7 @@ func init() {
 		},
 	} {
 		m.Summary = "mutant of " + m.Mutant + ": without " + m.Removed
-		m.Source = "DESIGN.md §11 (teeth): " + m.Mutant + " with one mechanism removed"
+		m.Source = "docs/design.md#mutants (teeth): " + m.Mutant + " with one mechanism removed"
 		Register(m)
 	}
 }

@@ -20,7 +20,7 @@ const topoMariaDB = "mariadb"
 // waits in the server: 1 granted, 0 timed out, NULL an error) and SELECT RELEASE_LOCK(name) to
 // release (1 released, 0 held by another session, NULL no such lock).
 //
-// Lease: TTL 0 and Validity 0 (DESIGN.md §15), as pg-advisory's. The server holds the lock while
+// Lease: TTL 0 and Validity 0 (docs/design.md#session-locks-and-more-services), as pg-advisory's. The server holds the lock while
 // the session lives, and drops it when the session ends (a disconnect, an admin's KILL, a
 // restart, wait_timeout — 8 h by default — for an idle holder); the holder learns it only at its
 // next statement, so the careful client's Valid asks the server (IS_USED_LOCK(name) =

@@ -25,7 +25,7 @@ const (
 // SELECT pg_advisory_lock(key) to acquire (it waits in the server until the lock is free) and
 // SELECT pg_advisory_unlock(key) to release.
 //
-// Lease: TTL 0 and Validity 0 (DESIGN.md §15). The server holds the lock for as long as the
+// Lease: TTL 0 and Validity 0 (docs/design.md#session-locks-and-more-services). The server holds the lock for as long as the
 // session lives, through any pause of the client, and drops it when the session ends (the client
 // disconnects, an admin's pg_terminate_backend, a server restart, TCP keepalive giving up on a
 // vanished client). The holder learns it only at its next statement: so the careful client's
@@ -220,7 +220,7 @@ func (l *pgAdvisoryLocker) Acquire(ctx context.Context) (Lease, error) {
 
 // Valid asks the server whether this session still holds the lock. Unlike the other Validators
 // it makes a request (bounded by OpTimeout): a session lock has no lease the client could count,
-// so the server is the only one that knows (DESIGN.md §15).
+// so the server is the only one that knows (docs/design.md#session-locks-and-more-services).
 func (l *pgAdvisoryLocker) Valid(lease Lease) bool {
 	if l.noValid {
 		return true

@@ -23,7 +23,7 @@ import (
 //
 // How it fails: the lease lives on a bare majority of nodes without fsync or monotonic clocks.
 // A node of that majority that restarts empty, or jumps its clock past the TTL, lets a second
-// client build a majority through it while the first still validly holds (DESIGN §7 restart and
+// client build a majority through it while the first still validly holds (docs/design.md#catalogue-and-expectations restart and
 // clock-jump, service class, Kleppmann's "How to do distributed locking"); a paused holder writes
 // after its validity (client-pause). It survives the loss of a minority of nodes (node-kill).
 type redlockLocker struct {

@@ -17,7 +17,7 @@ import (
 // same wrapper is in flight waits for it (or for its ctx), then re-enters if that one acquired.
 //
 // A nested Acquire talks to no server: it returns the held lease with its Validity cut to what is
-// left of it by the owner's clock (DESIGN §2: validity counts from the moment Acquire was called),
+// left of it by the owner's clock (docs/design.md#the-lock-interface: validity counts from the moment Acquire was called),
 // so a careful caller's check still works inside nested sections. When nothing is left, the lock
 // may already be someone else's: the nested Acquire fails with ErrNotHeld and counts nothing.
 // The lease the server enforces is not extended by re-entering (l is any Locker, with no renew).

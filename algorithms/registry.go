@@ -26,7 +26,7 @@ type Info struct {
 	// FenceUnchecked, on a Fenced algorithm, tells the harness to run its resource without the
 	// fence check (the fence-unchecked mutant: the tokens are real, nobody looks at them).
 	FenceUnchecked bool
-	// Mutant, when set, marks a mutant (DESIGN.md §11): the name of the real algorithm it breaks.
+	// Mutant, when set, marks a mutant (docs/design.md#mutants): the name of the real algorithm it breaks.
 	// Mutants are hidden from Names and All (so from `list` and the default matrix), listed by
 	// Mutants, and found by Lookup.
 	Mutant string
@@ -131,7 +131,7 @@ func namesLocked(mutants bool) []string {
 // All returns every registered algorithm but the mutants, sorted by name.
 func All() []Info { return infos(false) }
 
-// Mutants returns every registered mutant (DESIGN.md §11), sorted by name.
+// Mutants returns every registered mutant (docs/design.md#mutants), sorted by name.
 func Mutants() []Info { return infos(true) }
 
 func infos(mutants bool) []Info {

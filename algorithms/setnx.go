@@ -8,7 +8,7 @@ import (
 // setnxLocker is the first approach of seeds 000 and 002: SETNX key value to lock, DEL key to
 // unlock, no expiry at all.
 //
-// How it fails: a holder that crashes (DESIGN §7 client-crash) or is cut off for good leaves the
+// How it fails: a holder that crashes (docs/design.md#catalogue-and-expectations client-crash) or is cut off for good leaves the
 // key forever, so every other client waits forever (stuck); so does node-kill. It has no lease, so
 // pauses and delays cannot break exclusion; only losing the key (failover, restart) can.
 type setnxLocker struct{ *redisBase }

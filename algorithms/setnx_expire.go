@@ -8,7 +8,7 @@ import (
 // setnxExpireLocker is seed 002's "setnx + expire": SETNX key value, then PEXPIRE key ttl as a
 // second command (the seed's EXPIRE, in milliseconds so sub-second TTLs work); unlock by plain DEL.
 //
-// How it fails: a client that dies between SETNX and EXPIRE (DESIGN §7 client-crash, at
+// How it fails: a client that dies between SETNX and EXPIRE (docs/design.md#catalogue-and-expectations client-crash, at
 // acquire:after-setnx) leaves a key with no expiry: nobody gets the lock again (stuck, seed 002
 // problem 1). The plain DEL removes whoever's key is there, so a release delayed past the TTL
 // deletes the next holder's lock (slow-release, seed 003's table), and a paused holder writes

@@ -10,7 +10,7 @@ import (
 // check. The value is the client's name, the same on every acquire.
 //
 // How it fails: the plain DEL deletes whatever key is there, so a holder whose release is delayed
-// past its TTL deletes the next holder's lock and a third client gets it too (DESIGN §7
+// past its TTL deletes the next holder's lock and a third client gets it too (docs/design.md#catalogue-and-expectations
 // slow-release, seed 003's second table). A paused holder writes after its key expired
 // (client-pause), and a failover or restart loses the key (service class).
 type setnxPXLocker struct{ *redisBase }

@@ -11,7 +11,7 @@ import (
 // fresh for every acquire and comes from the client's seeded source.
 //
 // How it fails: it is still a lease on one master. A paused holder writes after its key expired
-// (DESIGN §7 client-pause, client class: fencing fixes it); a failover to a replica that never saw
+// (docs/design.md#catalogue-and-expectations client-pause, client class: fencing fixes it); a failover to a replica that never saw
 // the key, a restart without persistence or a clock jump on the node lets a second client in
 // while the first still validly holds (service class, seed 003's master/slave table).
 type tokenLocker struct {
@@ -59,7 +59,7 @@ func (l *tokenLocker) Acquire(ctx context.Context) (Lease, error) {
 		return Lease{}, err
 	}
 	// Between the reply and the holder's use of it: where a stalled client (GC, scheduler) makes
-	// an acquisition slow after the server granted it (DESIGN §7 latency).
+	// an acquisition slow after the server granted it (docs/design.md#catalogue-and-expectations latency).
 	if err := l.cfg.Point(ctx, "acquire:after-set"); err != nil {
 		return Lease{}, stoppedHolding("acquire:after-set", err)
 	}

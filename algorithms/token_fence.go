@@ -21,7 +21,7 @@ import (
 // How it fails: the counter is only as durable as the lock key. With the resource checking
 // fences, a holder paused past its TTL writes with a fence below its successor's and is rejected
 // (client-pause: exclusion is violated, no update is lost). But a failover to a replica that never
-// saw the counter (DESIGN §7 failover), or a restart without persistence, resets it: the next
+// saw the counter (docs/design.md#catalogue-and-expectations failover), or a restart without persistence, resets it: the next
 // holder gets a fence at or below the old holder's, the resource accepts both, and updates are
 // lost. A fencing token must come from a store at least as consistent as the one it protects.
 type tokenFenceLocker struct{ *redisBase }

@@ -6,7 +6,7 @@ package algorithms
 // SetNX in a retry loop and given back with a Lua compare-and-delete run by Eval. Nothing here
 // uses this package's own Redis helpers and nothing calls Config.Point: faults reach these locks
 // only through their connections (the proxies), as they reach a user's lock under locktest
-// (DESIGN.md §11: teeth for a lock that marks no named points).
+// (docs/design.md#mutants: teeth for a lock that marks no named points).
 //
 //	user-token             SET key token PX ttl NX until it takes; Validity = TTL − drift from
 //	                       the call; release: EVAL compare-and-delete

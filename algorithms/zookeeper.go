@@ -37,7 +37,7 @@ import (
 // that expired (seen on reconnect as a new session id) loses the lock: Valid turns false and
 // Release returns ErrNotHeld.
 //
-// How it fails: a holder cut off from the ensemble (DESIGN §7 partition) or paused past the
+// How it fails: a holder cut off from the ensemble (docs/design.md#catalogue-and-expectations partition) or paused past the
 // session timeout (client-pause) loses its session and node while it still believes it holds the
 // lock, and the next waiter gets it: client class, Curator's documented session-expiry caveat.
 // The ensemble's quorum keeps it safe under node-kill, leader kill and restart of one of three.
@@ -429,7 +429,7 @@ func (l *zkLocker) wait(ctx context.Context, path string, sid int64) error {
 // Valid reports whether the session the lock was taken in is still the client's session. The
 // client learns that a session expired only when it reaches the ensemble again (the server tells
 // it on reconnect), as a Curator user learns it from the LOST connection state; while it is cut
-// off it cannot know, and Valid stays true (DESIGN §7 partition: the session-expiry caveat).
+// off it cannot know, and Valid stays true (docs/design.md#catalogue-and-expectations partition: the session-expiry caveat).
 func (l *zkLocker) Valid(lease Lease) bool {
 	if l.mut.ignoreSession {
 		return true

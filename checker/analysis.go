@@ -19,7 +19,7 @@ type Analysis struct {
 	Danger [][2]int64
 }
 
-// Hold is one acquisition's holding window (DESIGN.md §6.1), in ns since the run's start.
+// Hold is one acquisition's holding window (docs/design.md#checks), in ns since the run's start.
 type Hold struct {
 	Acq    int64 // the acquire's id
 	Client int
@@ -199,7 +199,7 @@ func (r *run) idleCause(a, b *history.Operation) string {
 }
 
 // reached returns the last request of release o that the wire lines show reaching a server after
-// a was granted and before b was: the command that removed a's key (DESIGN.md §14). Nil when the
+// a was granted and before b was: the command that removed a's key (docs/design.md#wire-points). Nil when the
 // run's links were not parsed, or no such request was seen.
 func (r *run) reached(o, a, b *history.Operation) *history.WireLine {
 	end := min(o.Done, b.Return)

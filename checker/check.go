@@ -16,7 +16,7 @@ import (
 // Verdict: unsafe if any exclusion violation, illegal grant, fence regression or proven lost
 // update; else stuck if clients waited StuckAfter with no grant after all faults healed; else
 // unknown if a porcupine check ran out of time, no acquire succeeded, or the run has no evidence
-// that it could have failed (DESIGN.md §10: a planned fault that never fired, no write, no write
+// that it could have failed (docs/design.md#evidence: a planned fault that never fired, no write, no write
 // or other client's grant in the danger window); else safe.
 //
 // (It is not called Check: Check is the result.json type of one porcupine check.)

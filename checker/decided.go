@@ -8,8 +8,8 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 )
 
-// decidedBy says in one line what decided the verdict, with the numbers that did (DESIGN.md
-// §10): the CLI's verdict line, the report's headline and the matrix cell's title all show it.
+// decidedBy says in one line what decided the verdict, with the numbers that did
+// (docs/design.md#evidence): the CLI's verdict line, the report's headline and the matrix cell's title all show it.
 func decidedBy(res *Result, vs []Violation) string {
 	switch res.Verdict {
 	case Unsafe:

@@ -9,7 +9,7 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 )
 
-// EvidenceOK is Result.Evidence when the run could have failed (DESIGN.md §10).
+// EvidenceOK is Result.Evidence when the run could have failed (docs/design.md#evidence).
 const EvidenceOK = "ok"
 
 // PlannedFault is one fault of the scenario and whether it fired.

@@ -7,8 +7,8 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 )
 
-// A window is the time an acquisition held the lock as far as the resource can tell (DESIGN.md
-// §6.1): from the acquire's return to the return of the last read or write made under it.
+// A window is the time an acquisition held the lock as far as the resource can tell
+// (docs/design.md#checks): from the acquire's return to the return of the last read or write made under it.
 type window struct {
 	lock       string
 	acq        int // index of the acquire op

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// The expectation vocabulary (DESIGN.md §7), defined once: the catalogue's codes and the long
+// The expectation vocabulary (docs/design.md#catalogue-and-expectations), defined once: the catalogue's codes and the long
 // names results, the CLI's --expect and the reports use. Each long name is what Matches takes.
 var expectationCodes = []struct{ code, long string }{
 	{"S", "safe"},
@@ -51,7 +51,7 @@ func ParseExpectation(s string) (long string, ok bool) {
 }
 
 // ParseExpected is ParseExpectation, and also takes "unknown" (any case, or "?"): what one run
-// may be expected to give (run --expect unknown), which no catalogue cell is (DESIGN.md §10: a
+// may be expected to give (run --expect unknown), which no catalogue cell is (docs/design.md#evidence: a
 // cell that may not decide is no expectation). It is what Matches takes.
 func ParseExpected(s string) (long string, ok bool) {
 	if long, ok := ParseExpectation(s); ok {

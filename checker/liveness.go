@@ -21,8 +21,8 @@ type stall struct {
 	prev       int // index of the grant before it, -1 if none
 }
 
-// liveness computes the longest stall outside faults and whether the run is stuck (DESIGN.md
-// §6.5).
+// liveness computes the longest stall outside faults and whether the run is stuck
+// (docs/design.md#checks).
 //
 // Time inside a fault, and one TTL of grace after it heals (leases of a crashed or cut-off holder
 // must run out first), is not counted: a stall is cut into the pieces outside those spans. A fault

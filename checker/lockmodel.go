@@ -10,7 +10,7 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 )
 
-// The lease-aware lock model (DESIGN.md §6.2).
+// The lease-aware lock model (docs/design.md#checks).
 //
 // Porcupine's Step sees only a state, an input and an output, never the times at which porcupine
 // placed the operation. So each operation carries its own times in its input, and the state
@@ -33,7 +33,7 @@ import (
 // correct lock service keeps, and the one the lock is checked against. An algorithm whose release
 // is a plain DEL breaks that contract in reality: the late DEL removes the next holder's key, and
 // the grant to a third client while that holder's lease is still valid is then illegal — the
-// slow-release "Us" cells of DESIGN.md §7. (Letting a non-holder's release free the lock would
+// slow-release "Us" cells of docs/design.md#catalogue-and-expectations. (Letting a non-holder's release free the lock would
 // make those grants legal and hide the service bug behind a client-class overlap.)
 //
 // Unknown outcomes (info, or no completion) return at infinity and are nondeterministic: the

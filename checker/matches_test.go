@@ -18,7 +18,7 @@ func TestMatchesVocabulary(t *testing.T) {
 		{both, "unsafe-client", true},
 		{&Result{Verdict: Stuck}, "stuck", true},
 		{&Result{Verdict: Unknown}, "safe", false},
-		// "racy" was an expectation that matched both verdicts; it is gone (DESIGN.md §10).
+		// "racy" was an expectation that matched both verdicts; it is gone (docs/design.md#evidence).
 		{&Result{Verdict: Safe}, "racy", false},
 		{svc, "racy", false},
 		{&Result{Verdict: Stuck}, "racy", false},

@@ -21,7 +21,7 @@ func TestPropertyCorrectLockIsSafe(t *testing.T) {
 			r := CheckHistory(generate(cfg), Options{}).Result
 			want := Safe
 			if cfg.Clients == 1 {
-				// One client contends with nobody: the run could not have failed (DESIGN.md §10).
+				// One client contends with nobody: the run could not have failed (docs/design.md#evidence).
 				want = Unknown
 				if !strings.Contains(r.Evidence, "only one client") {
 					t.Errorf("evidence %q, want it to say only one client was granted", r.Evidence)

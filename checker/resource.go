@@ -10,7 +10,7 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 )
 
-// The resource model (DESIGN.md §6.3): the harness's counter is a register, and each critical
+// The resource model (docs/design.md#checks): the harness's counter is a register, and each critical
 // section is one operation on it — "increment": read v, then write w (= v+1), as one atomic step.
 // If two critical sections interleave (both read 5, both write 6) no order of atomic increments
 // explains the history: porcupine says Illegal, and that is a lost update that really happened.
@@ -217,7 +217,7 @@ func endState(in resInput) (int64, bool) {
 
 // lostUpdates counts and locates lost updates.
 //
-// The count is successful writes minus the counter's final value (DESIGN.md §6.3): the counter
+// The count is successful writes minus the counter's final value (docs/design.md#checks): the counter
 // starts at 0 and every increment should raise it by one, so each successful write that did not
 // is an update that was lost. The final value is the value of the last successful write by return
 // time (the resource lives in the harness, whose clock orders its writes). Writes the resource

@@ -2,7 +2,7 @@
 // resource linearizability (porcupine), fencing, liveness. It reads histories only.
 package checker
 
-// Verdict of a run (DESIGN.md §6).
+// Verdict of a run (docs/design.md#checks).
 type Verdict string
 
 // Verdicts.
@@ -65,7 +65,7 @@ type Check struct {
 	Visualized string `json:"visualized,omitempty"`
 }
 
-// Result is result.json (DESIGN.md §8). Field names are a contract: add, never rename.
+// Result is result.json (docs/design.md#command-line-contract). Field names are a contract: add, never rename.
 type Result struct {
 	Algorithm           string   `json:"algorithm"`
 	Scenario            string   `json:"scenario"`
@@ -86,8 +86,8 @@ type Result struct {
 	AcquireLatencyMs    Latency  `json:"acquire_latency_ms"`
 	ThroughputCSPerS    float64  `json:"throughput_cs_per_s"`
 	LongestStallMs      float64  `json:"longest_stall_ms"`
-	// HeldMs is how long some client held the lock: the union of the holding windows (DESIGN.md
-	// §6.1, from each grant to the last access under it).
+	// HeldMs is how long some client held the lock: the union of the holding windows
+	// (docs/design.md#checks, from each grant to the last access under it).
 	HeldMs         float64    `json:"held_ms"`
 	CheckerMs      float64    `json:"checker_ms"`
 	FirstViolation *Violation `json:"first_violation"`
@@ -101,7 +101,7 @@ type Result struct {
 	// one) matches it.
 	Matches *bool `json:"matches_expectation,omitempty"`
 
-	// Evidence (DESIGN.md §10): what shows the run could have failed.
+	// Evidence (docs/design.md#evidence): what shows the run could have failed.
 	FaultsPlanned  []PlannedFault `json:"faults_planned"`
 	FaultsFired    []FiredFault   `json:"faults_fired"`
 	WritesOk       int            `json:"writes_ok"`

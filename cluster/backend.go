@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The cluster is two layers (DESIGN.md §1, §3):
+// The cluster is two layers (docs/design.md#packages-and-arrows, §3):
 //
 //	topo (topo.go, endpoints.go, control.go; topology.go, the registry that each topology's
 //	  file, redis.go, sentinel.go, zookeeper.go, etcd.go, ..., adds itself to)

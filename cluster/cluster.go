@@ -11,7 +11,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 )
 
-// Topologies (DESIGN.md §3). Each registers itself from its own file (registerTopology): redis.go,
+// Topologies (docs/design.md#topologies-and-backends). Each registers itself from its own file (registerTopology): redis.go,
 // sentinel.go, zookeeper.go.
 const (
 	RedisSingle   = "redis-single"   // one redis-server
@@ -57,7 +57,7 @@ type Spec struct {
 	// always proxied: it carries no client traffic, and the failover fault needs it.)
 	Proxies bool
 	// Wire, with Proxies, parses the protocol of every client link to a Redis or ZooKeeper node
-	// (WireTap), so faults can act at a lock's own commands (DESIGN.md §14). Off, the proxies
+	// (WireTap), so faults can act at a lock's own commands (docs/design.md#wire-points). Off, the proxies
 	// pass bytes without looking at them: parse only the runs whose faults need it.
 	Wire bool
 	// Dir is where the per-run directory is made (default os.TempDir()).
@@ -84,7 +84,7 @@ type Spec struct {
 	// SessionIdleTimeout, when set, makes a SQL server end a client's session after it was idle
 	// that long (PostgreSQL's idle_session_timeout and idle_in_transaction_session_timeout,
 	// MariaDB's wait_timeout, in whole seconds rounded up): how soon a vanished or idle holder's
-	// session, and its session lock, is dropped (DESIGN.md §15). Local backend only.
+	// session, and its session lock, is dropped (docs/design.md#session-locks-and-more-services). Local backend only.
 	SessionIdleTimeout time.Duration
 	// RedisImage, ZooKeeperImage, PostgresImage, MariaDBImage and EtcdImage are the docker
 	// backend's images (default redis:7, zookeeper:3.8, postgres:16, mariadb:10.11 and

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Etcd is the etcd topology: 1 or 3 etcd members (DESIGN.md §3), from Debian's etcd-server; on
+// Etcd is the etcd topology: 1 or 3 etcd members (docs/design.md#topologies-and-backends), from Debian's etcd-server; on
 // the docker backend, containers of the etcd image (make images builds lockchaos/etcd).
 const Etcd = "etcd"
 

@@ -7,7 +7,7 @@ import (
 	"github.com/Shopify/toxiproxy/v2/toxics"
 )
 
-// HoldToxic is the toxic type of a faithful partition (DESIGN.md §4): while it is on a stream, no
+// HoldToxic is the toxic type of a faithful partition (docs/design.md#faults): while it is on a stream, no
 // byte passes and none is lost; when it is removed, everything sent meanwhile is delivered in order
 // and the connection stays open — what TCP retransmission does across a network partition once the
 // network heals. Toxiproxy's own timeout toxic drops the bytes and closes the connection when it is

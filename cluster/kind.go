@@ -26,7 +26,7 @@ type kind struct {
 	// container is how a container backend (cluster/docker) runs the kind; nil: it runs none.
 	container *Container
 	// wire is the protocol WireTap parses on the kind's client links (protoRESP,
-	// protoZooKeeper); "": it parses none (DESIGN.md §14).
+	// protoZooKeeper); "": it parses none (docs/design.md#wire-points).
 	wire string
 	// wireSupport is what `lockchaos list` says of the kind's wire points: the protocol parsed,
 	// or why none is.
@@ -103,11 +103,11 @@ func (k Kind) readyTimeout() time.Duration {
 }
 
 // wireProto is the protocol a node of kind k speaks on its client links, "" when lockchaos does
-// not parse it (etcd's gRPC, SQL: DESIGN.md §14).
+// not parse it (etcd's gRPC, SQL: docs/design.md#wire-points).
 func wireProto(k Kind) string { return kinds[k].wire }
 
 // WireSupport says, for each kind of server lockchaos runs, which protocol its wire points parse
-// on the client links, or why none (DESIGN.md §14), as `lockchaos list` shows it.
+// on the client links, or why none (docs/design.md#wire-points), as `lockchaos list` shows it.
 func WireSupport() map[string]string {
 	out := make(map[string]string, len(kinds))
 	for name, k := range kinds {

@@ -16,7 +16,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// MariaDB is one MariaDB server (DESIGN.md §15), Debian's mariadb-server, its data dir made by
+// MariaDB is one MariaDB server (docs/design.md#session-locks-and-more-services), Debian's mariadb-server, its data dir made by
 // mariadb-install-db per run; on the docker backend, a container of the MariaDB image (make
 // images builds lockchaos/mariadb with its data dir made).
 const MariaDB = "mariadb"
@@ -295,8 +295,8 @@ func mariadbKillSessions(c *topo, ctx context.Context, client int) (int, error) 
 
 // mariadbSessions lists client's sessions with SHOW PROCESSLIST, which the server answers from its
 // thread list. information_schema.PROCESSLIST materializes a temporary table first, and the
-// first such query of a run crashed MariaDB 10.11.19 (Debian 12) once here, with signal 11 in
-// ha_maria::drop_table as it freed that table (1 of about 80 session-kill runs, 2026-11-28).
+// first such query of a run crashed MariaDB 10.11.19 (Debian 12) once, with signal 11 in
+// ha_maria::drop_table as it freed that table (1 of about 80 session-kill runs).
 func mariadbSessions(ctx context.Context, conn *sql.Conn, client int) ([]int64, error) {
 	rows, err := conn.QueryContext(ctx, "SHOW PROCESSLIST")
 	if err != nil {

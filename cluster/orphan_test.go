@@ -31,7 +31,7 @@ func TestHelperProcess(t *testing.T) {
 	os.Exit(3) // never Close: the parent's SIGKILL must be enough
 }
 
-// TestNoOrphansAfterSIGKILL checks DESIGN.md §9: no server survives a SIGKILL of the harness.
+// TestNoOrphansAfterSIGKILL checks docs/design.md#quality-bars: no server survives a SIGKILL of the harness.
 func TestNoOrphansAfterSIGKILL(t *testing.T) {
 	for _, tc := range []struct {
 		topology string

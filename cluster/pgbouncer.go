@@ -12,7 +12,7 @@ import (
 )
 
 // PostgresPgBouncer is one PostgreSQL server behind pgbouncer in transaction pooling mode
-// (DESIGN.md §15): clients reach pgbouncer (Endpoints.Addrs[0]), which runs each of their
+// (docs/design.md#session-locks-and-more-services): clients reach pgbouncer (Endpoints.Addrs[0]), which runs each of their
 // transactions on one of a small pool of server sessions. A session-level advisory lock taken
 // through it stays on whichever server session ran the statement, which goes back to the pool:
 // the holder's next statement, and every other client's, may run in that session or another

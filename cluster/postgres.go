@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Postgres is one PostgreSQL server (DESIGN.md §15), from Debian's postgresql, initdb per run.
+// Postgres is one PostgreSQL server (docs/design.md#session-locks-and-more-services), from Debian's postgresql, initdb per run.
 const Postgres = "postgres"
 
 // KindPostgres is a PostgreSQL server.
@@ -66,7 +66,7 @@ func init() {
 		localLogin: func(int) SQLLogin { return localPgAdmin },
 		appName:    true,
 		// A server restarted after SIGKILL recovers first (it fsyncs its data dir and replays the
-		// WAL): on this loaded 2-core machine that took more than 15 s in 2 of 21 restarts.
+		// WAL): on a loaded 2-core machine that took more than 15 s in 2 of 21 restarts.
 		ready:       45 * time.Second,
 		container:   &Container{Image: func(s Spec) string { return s.PostgresImage }, Port: pgPort, Reuse: true, User: "postgres", Ready: 45 * time.Second, start: postgresContainer},
 		wireSupport: "not parsed: the PostgreSQL protocol (its faults act at the harness's cs: points, and session-kill at the server)",

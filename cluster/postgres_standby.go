@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// PostgresStandby is a PostgreSQL primary and one streaming standby (DESIGN.md §15): pg-1 starts
+// PostgresStandby is a PostgreSQL primary and one streaming standby (docs/design.md#session-locks-and-more-services): pg-1 starts
 // as the primary (initdb per run), pg-2 as its hot standby, made by pg_basebackup and streaming
 // asynchronously (PostgreSQL's default) through the replication link, a proxy the failover fault
 // cuts. Advisory locks live in the primary's memory and are never replicated; rows are, when the

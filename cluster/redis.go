@@ -76,7 +76,7 @@ func init() {
 }
 
 // redisConfig is what every redis-server of a run shares: loopback only, nothing on disk (a
-// restart is empty, DESIGN.md §4), and the original argv kept as the process title so the
+// restart is empty, docs/design.md#faults), and the original argv kept as the process title so the
 // config path in the run dir stays visible in /proc/PID/cmdline (tests find leaked servers by it).
 // port and dir are as the server sees them (docker: inside its container).
 func redisConfig(port int, dir string) []string {

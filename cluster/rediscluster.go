@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// RedisCluster is Redis Cluster (DESIGN.md §15): 3 masters and 3 replicas of Debian's
+// RedisCluster is Redis Cluster (docs/design.md#session-locks-and-more-services): 3 masters and 3 replicas of Debian's
 // redis-server in cluster mode, formed by lockchaos itself (no redis-cli prompts).
 const RedisCluster = "redis-cluster"
 
@@ -29,7 +29,7 @@ const DefaultLockKey = "lock"
 // redisClusterNodeTimeout is cluster-node-timeout: how long a master may be unreachable before
 // the others call it failing. The failover takes this, plus the gossip that turns PFAIL into FAIL,
 // plus the replica's election delay (Redis waits 500 ms + up to 500 ms at random before asking for
-// votes): measured on this 2-core machine (load average 9–10, shared), kill to the replica
+// votes): measured on a shared 2-core machine (load average 9–10), kill to the replica
 // promoted 1.41–1.91 s in 12 runs of TestRedisCluster, to the first grant by it 1.4–2.3 s (token
 // × failover). Natural promotion is fast enough, so no CLUSTER FAILOVER TAKEOVER is forced.
 // Lower makes a loaded machine's scheduling stalls look like failures.
@@ -118,7 +118,7 @@ func (c *topo) startRedisCluster(ctx context.Context) error {
 		nd.srv.keep = true
 		nd.srv.gatewayPorts = []int{redisClusterBusPort}
 		nd.srv.argv = func(dir string) []string {
-			// A restarted node comes back empty (no persistence, DESIGN.md §4) but keeps its
+			// A restarted node comes back empty (no persistence, docs/design.md#faults) but keeps its
 			// nodes.conf: its identity in the cluster, as a real node with appendonly no does.
 			_ = os.Remove(filepath.Join(dir, "dump.rdb"))
 			lines := append(redisConfig(ports[i], dir), clusterConf(bus)...)

@@ -91,7 +91,7 @@ func TestRedisCluster(t *testing.T) {
 		if err := link.RemoveToxic(ctx, "cut"); err != nil {
 			t.Fatal(err)
 		}
-		// A partition holds bytes, it does not drop them (DESIGN.md §4): the held SET reaches the
+		// A partition holds bytes, it does not drop them (docs/design.md#faults): the held SET reaches the
 		// master after the heal.
 		var v string
 		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

@@ -6,7 +6,7 @@ import (
 )
 
 // SessionKiller is a cluster whose servers can end a client's sessions from the server side
-// (PostgreSQL's pg_terminate_backend, MariaDB's KILL): the session-kill fault (DESIGN.md §15).
+// (PostgreSQL's pg_terminate_backend, MariaDB's KILL): the session-kill fault (docs/design.md#session-locks-and-more-services).
 // A client's sessions are the ones tagged with ClientAppName(client) (PostgreSQL's
 // application_name, MariaDB's user name); the server is reached directly, never through the
 // client's proxy.

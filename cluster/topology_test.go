@@ -6,7 +6,7 @@ import (
 )
 
 // TestTopologiesRegistered: every listed topology registered itself with what every topology
-// must have (and a container for each kind it runs on docker), and the listing keeps its order (the four of DESIGN.md §3 first, as lockchaos list
+// must have (and a container for each kind it runs on docker), and the listing keeps its order (the four of docs/design.md#topologies-and-backends first, as lockchaos list
 // has always shown them).
 func TestTopologiesRegistered(t *testing.T) {
 	if len(Topologies) != len(topologyRegistry) {

@@ -14,7 +14,7 @@ import (
 	"github.com/lockchaos/lockchaos/cluster/wire"
 )
 
-// Wire points (DESIGN.md §14). With Spec.Wire, every client link to a Redis, Sentinel or ZooKeeper
+// Wire points (docs/design.md#wire-points). With Spec.Wire, every client link to a Redis, Sentinel or ZooKeeper
 // node carries a protocol-aware toxic of ours from the moment its proxy starts, one per stream:
 //
 //	client ──▶ [wire: requests] ──▶ node          client ◀── [wire: replies] ◀── node

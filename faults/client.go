@@ -42,8 +42,8 @@ func (clientPause) validate(s Spec) error {
 
 func (clientPause) Describe(t Target) string { return fmt.Sprintf("paused %s at %s", t.For, t.Point) }
 
-// Inject holds the paused client's links, as a stopped process's look from outside (DESIGN.md
-// §4): nothing it would send arrives, what is sent to it waits, and its connections stay open —
+// Inject holds the paused client's links, as a stopped process's look from outside
+// (docs/design.md#faults): nothing it would send arrives, what is sent to it waits, and its connections stay open —
 // its kernel keeps them, and a session the server does not expire meanwhile survives the pause
 // (a session lock stays held). At the heal everything held is delivered in order. The nemesis
 // holds the client at its point. A client in a process of its own (algorithms.Pauser) is also

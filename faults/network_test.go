@@ -55,7 +55,7 @@ func TestLatency(t *testing.T) {
 }
 
 // TestPartition shows what each partition does to a command sent while it is on, on a real
-// redis-server: under partition (DESIGN.md §4) the bytes are held and the command executes when the
+// redis-server: under partition (docs/design.md#faults) the bytes are held and the command executes when the
 // link heals, on the same connection, as TCP retransmission delivers it across a real partition;
 // under partition-reset it is dropped and never executes, and the connection is reset at the heal;
 // partition-oneway holds only the stream it is given. Client 2's link is untouched throughout.
@@ -153,7 +153,7 @@ func TestPartitionUnderLatency(t *testing.T) {
 
 // TestPartitionClosedSender shows the one way a partition loses nothing yet cuts a conversation: a
 // client whose own timeout closes its socket during the partition still has the bytes it wrote
-// before the close delivered at the heal, as the kernel delivers them (DESIGN.md §4).
+// before the close delivered at the heal, as the kernel delivers them (docs/design.md#faults).
 func TestPartitionClosedSender(t *testing.T) {
 	t.Parallel()
 	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 1, Proxies: true})

@@ -9,7 +9,7 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 )
 
-// sessionKill is the server ending clients' sessions (DESIGN.md §15): PostgreSQL's
+// sessionKill is the server ending clients' sessions (docs/design.md#session-locks-and-more-services): PostgreSQL's
 // pg_terminate_backend, MariaDB's KILL, as an admin, a pooler or a failover does. A session lock
 // (pg_advisory_lock, GET_LOCK) is dropped with its session and the next waiter is granted at
 // once; the holder learns it only at its next statement. The client itself goes on: it is not

@@ -16,7 +16,7 @@ type Spec struct {
 	Kind string `yaml:"kind" json:"kind"`
 
 	// Point makes the fault event-triggered: it fires when a client reaches this named point
-	// (DESIGN.md §2), e.g. "cs:before-write". Empty means timed (At, Every).
+	// (docs/design.md#the-lock-interface), e.g. "cs:before-write". Empty means timed (At, Every).
 	Point string `yaml:"point,omitempty" json:"point,omitempty"`
 	// Client restricts which client's point triggers the fault: 0 any client, else its number.
 	Client int `yaml:"client,omitempty" json:"client,omitempty"`
@@ -61,16 +61,16 @@ type Spec struct {
 	// cut-off client's next attempts meet it too and what it held lands on a grant, not in a gap
 	// between two holds. For, when set, still bounds it and must be longer.
 	AtLeast Duration `yaml:"at-least,omitempty" json:"at-least,omitempty"`
-	// Wire aims the fault at one of the lock's own commands on the client's links (DESIGN.md §14):
+	// Wire aims the fault at one of the lock's own commands on the client's links (docs/design.md#wire-points):
 	// it fires when the proxy sees that request or reply (after Point, when set).
 	Wire *Wire `yaml:"wire,omitempty" json:"wire,omitempty"`
 	// Refinement marks a fault aimed at a named point that only some locks mark (a built-in's own
 	// step, e.g. acquire:after-quorum): a lock whose algorithm does not list that point runs the
-	// cell without it, rather than wait for a point it never reaches (DESIGN.md §11, §14).
+	// cell without it, rather than wait for a point it never reaches (docs/design.md#mutants, §14).
 	Refinement bool `yaml:"refinement,omitempty" json:"refinement,omitempty"`
 	// Setup marks a fault that shapes the run rather than attacks it (a partition in force from
 	// the start that decides which nodes each client reaches): it must still fire, but it opens
-	// no danger window of its own (DESIGN.md §10).
+	// no danger window of its own (docs/design.md#evidence).
 	Setup bool `yaml:"setup,omitempty" json:"setup,omitempty"`
 }
 

@@ -64,7 +64,7 @@ func (r *rule) reason(seen int, lastErr string) string {
 }
 
 // RecordUnfired writes one history line for each fault that never took effect, so a check of the
-// history alone knows why (DESIGN.md §10). Call it after HealAll.
+// history alone knows why (docs/design.md#evidence). Call it after HealAll.
 func (n *Nemesis) RecordUnfired() {
 	for _, u := range n.Unfired() {
 		n.record(history.Event{Phase: history.PhaseUnfired, Rule: u.Rule, Name: u.Kind, Point: u.Point, Detail: u.Reason})

@@ -12,8 +12,8 @@ import (
 	"github.com/lockchaos/lockchaos/cluster/wire"
 )
 
-// Wire aims a fault at one of the lock's own commands as it crosses the client's link (DESIGN.md
-// §14): the proxies parse Redis's and ZooKeeper's protocols, so the fault reaches any lock — a
+// Wire aims a fault at one of the lock's own commands as it crosses the client's link
+// (docs/design.md#wire-points): the proxies parse Redis's and ZooKeeper's protocols, so the fault reaches any lock — a
 // built-in, a user's Go lock, a process client in any language — without a named point in its
 // code.
 //

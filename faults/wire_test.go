@@ -12,8 +12,8 @@ import (
 	"github.com/lockchaos/lockchaos/internal/servertest"
 )
 
-// TestWireHold shows a fault acting at one command on the wire, on a real redis-server (DESIGN.md
-// §14): "before DEL" holds client 1's DEL — and only it: its GET and client 2's DEL pass at once —
+// TestWireHold shows a fault acting at one command on the wire, on a real redis-server
+// (docs/design.md#wire-points): "before DEL" holds client 1's DEL — and only it: its GET and client 2's DEL pass at once —
 // until another client reaches the fault's until point, and the DEL then executes; the start line
 // names the command it held.
 func TestWireHold(t *testing.T) {

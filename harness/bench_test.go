@@ -312,7 +312,7 @@ func BenchmarkLockThroughput(b *testing.B) {
 		"of %d repeats; each ratio is taken per repeat, then the median. Target (issue 19): harness ≥ 80%% of "+
 		"redis-benchmark, redlock ≥ 60%%.\n\n", benchWarm, benchRun, reps)
 	fmt.Fprintf(&s, "Proxy `always+wire` (issue 25): the harness run again, in the same repeats (a fourth step in the "+
-		"rotation), with every client→node link parsed by lockchaos's wire toxic (cluster.Spec.Wire, DESIGN.md §14) and "+
+		"rotation), with every client→node link parsed by lockchaos's wire toxic (cluster.Spec.Wire, docs/design.md#wire-points) and "+
 		"every command and reply recorded as a wire line, as in a run whose faults have a wire point, but with no fault "+
 		"(an unexported test hook, benchWire). Its floor and redis-benchmark columns are the `always` row's (neither is "+
 		"parsed); its target is the `always` row's CS/s (wire / always ≥ 90%%, per repeat, then the median), in the "+

@@ -11,10 +11,10 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 )
 
-// Named points the harness offers between the steps of the critical section (DESIGN.md §2).
+// Named points the harness offers between the steps of the critical section (docs/design.md#the-lock-interface).
 const (
 	// PointBeforeAcquire is reached before each call of Acquire: where a fault aims at the
-	// acquisition itself (the winning reply held on the wire, DESIGN.md §14).
+	// acquisition itself (the winning reply held on the wire, docs/design.md#wire-points).
 	PointBeforeAcquire = "cs:before-acquire"
 	PointAcquired      = "cs:acquired"
 	// PointBeforeRead is reached once the holder found its lease valid, before it reads: the

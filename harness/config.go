@@ -58,7 +58,7 @@ type Workload struct {
 	ServerIdleTimeout time.Duration
 }
 
-// Proxy modes (DESIGN.md §3): auto puts proxies only on runs whose scenario may fault links.
+// Proxy modes (docs/design.md#topologies-and-backends): auto puts proxies only on runs whose scenario may fault links.
 const (
 	ProxyAuto   = "auto"
 	ProxyAlways = "always"

@@ -86,8 +86,8 @@ func (r *recorder) fault(e history.Event) {
 	}
 }
 
-// watchWire records every command and reply of the lock on the cluster's parsed links (DESIGN.md
-// §14) as wire lines, stamped when the message left the proxy: a request towards the server, a
+// watchWire records every command and reply of the lock on the cluster's parsed links
+// (docs/design.md#wire-points) as wire lines, stamped when the message left the proxy: a request towards the server, a
 // reply towards the client — after any hold a fault put on it. Connection housekeeping (HELLO,
 // pings) and pushes are left out. It returns the function that stops recording.
 func (r *recorder) watchWire(cl cluster.Cluster, clients int) (stop func()) {

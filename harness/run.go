@@ -61,7 +61,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	deaths := &serverDeaths{}
 	spec.OnExit = deaths.exited
-	// Links are parsed only for the runs whose faults act at a command (DESIGN.md §14).
+	// Links are parsed only for the runs whose faults act at a command (docs/design.md#wire-points).
 	spec.Wire = spec.Proxies && (benchWire || slices.ContainsFunc(cfg.Faults, func(s faults.Spec) bool { return s.Wire != nil }))
 	if cfg.external != nil {
 		// Someone else's servers: the run's keys and znodes carry its id, as its proxies do.

@@ -1,5 +1,5 @@
 // Package history holds the events of a lockchaos run and their JSONL encoding: one JSON object a
-// line, appended as each event happens, so a killed run can still be checked (DESIGN.md §5).
+// line, appended as each event happens, so a killed run can still be checked (docs/design.md#workload-and-history).
 package history
 
 // Type is the kind of a history line.
@@ -28,7 +28,7 @@ const (
 	// with no grant; a run stopped stuck whose whole history is not stuck is judged unknown.
 	TypeStop Type = "stop"
 	// TypeWire is one of a lock's commands or replies as it crossed a client's parsed link
-	// (DESIGN.md §14): when a request left the proxy for the server, or a reply left it for the
+	// (docs/design.md#wire-points): when a request left the proxy for the server, or a reply left it for the
 	// client. Only the runs whose faults act on the wire parse their links and have these lines;
 	// a cause cites them ("client 3's DEL reached redis-1 at 1.32 s") instead of inferring.
 	TypeWire Type = "wire"
@@ -78,7 +78,7 @@ type Meta struct {
 	// StuckAfterNs is how long without a grant, after all faults healed, makes a run stuck.
 	StuckAfterNs int64 `json:"stuck_after_ns,omitempty"`
 	// SessionTimeoutNs is the ZooKeeper/etcd session timeout, when the lock has one: with the
-	// TTL it sizes the danger window after a fault (DESIGN.md §10).
+	// TTL it sizes the danger window after a fault (docs/design.md#evidence).
 	SessionTimeoutNs int64 `json:"session_timeout_ns,omitempty"`
 	// ServerIdleTimeoutNs is the SQL servers' session idle timeout, when the run set one: the
 	// server ends a session that sent nothing for that long, and its session lock with it.
@@ -94,7 +94,7 @@ type Meta struct {
 const NoTTL = -1
 
 // Event is one line after the meta line. Which fields are set depends on Type and Op; the JSON
-// names are a contract (DESIGN.md §5): new fields may be added, none renamed.
+// names are a contract (docs/design.md#workload-and-history): new fields may be added, none renamed.
 type Event struct {
 	Type Type  `json:"type"`
 	ID   int64 `json:"id,omitempty"` // operation id; an invocation and its completion share it
@@ -113,7 +113,7 @@ type Event struct {
 	ValidityNs int64  `json:"validity_ns,omitempty"`
 	// TTLNs is the lease the server enforces; absent (0), the run's TTL (meta) is assumed. NoTTL
 	// (-1) says the lease has none: the server holds the lock until it is released or the
-	// holder's session ends (a session lock, DESIGN.md §15), and the checker never expires it.
+	// holder's session ends (a session lock, docs/design.md#session-locks-and-more-services), and the checker never expires it.
 	TTLNs int64 `json:"ttl_ns,omitempty"`
 	// SentNs, on an acquire's completion, is when the attempt that won the lock was sent: the
 	// acquire's effect happened between it and the completion, whatever the earlier retries did.
@@ -164,7 +164,7 @@ type PlannedFault struct {
 	// Setup marks a fault that shapes the run rather than attacks it (a partition in force from
 	// the start that decides who reaches which node): it has no danger window of its own.
 	Setup bool `json:"setup,omitempty"`
-	// Wire says at which command on the wire the fault acts (DESIGN.md §14), e.g. "before DEL".
+	// Wire says at which command on the wire the fault acts (docs/design.md#wire-points), e.g. "before DEL".
 	Wire string `json:"wire,omitempty"`
 	// ActsOn and Lasting are what the fault kind declares its occurrences do (FaultMeaning);
 	// read them with Meaning, which also knows the meta lines written before these fields.

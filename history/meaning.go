@@ -24,7 +24,7 @@ const (
 	ActsOnHarness = "harness"
 )
 
-// FaultMeaning is what a fault occurrence does, as its start line records it (DESIGN.md §4, §5).
+// FaultMeaning is what a fault occurrence does, as its start line records it (docs/design.md#faults, §5).
 // A fault kind declares it (faults.Meaner); the nemesis writes it with the resolved targets.
 type FaultMeaning struct {
 	// ActsOn is one of the ActsOn constants; "" when the line does not say.

@@ -1,5 +1,15 @@
 // Package locktest tests a user's own distributed lock against lockchaos's catalogue of faults
-// with one call in a Go test: Run(t, factory) runs each scenario against real servers.
+// with one call in a Go test: [Run](t, factory) runs each scenario against real servers.
+//
+//	func TestMyLock(t *testing.T) {
+//		locktest.Run(t, func(cfg algorithms.Config) (algorithms.Locker, error) {
+//			return mylock.New(cfg.Addrs[0], cfg.Dial, cfg.TTL), nil // one Locker per client
+//		},
+//			locktest.WithScenarios("baseline", "slow-release", "client-pause", "restart"),
+//			locktest.WithExpect("client-pause", "unsafe-client"), // no lease survives a paused holder
+//			locktest.WithExpect("restart", "unsafe-service"),     // one Redis without fsync forgets locks
+//		)
+//	}
 //
 // For each scenario Run starts the servers (behind proxies when the scenario faults links), builds
 // one Locker per client with the factory, drives the same workload as `lockchaos run` (acquire,
@@ -7,8 +17,13 @@
 // scenario's faults, checks the recorded history for exclusion, linearizability and liveness
 // violations, and writes an HTML report. Each scenario is a subtest that fails with the verdict,
 // the violation's class, the time to the first violation, what was expected and the report's path.
+// The example of [Run] is a whole small lock and its test.
 //
-// The lock sees lockchaos only through algorithms.Config and algorithms.Lease:
+// # What your lock implements
+//
+// Your lock is an [algorithms.Locker]: Acquire(ctx) blocks until it holds the lock and returns an
+// [algorithms.Lease]; Release(ctx, lease) gives it back and must be safe with an expired lease.
+// The lock sees lockchaos only through [algorithms.Config] and [algorithms.Lease]:
 //
 //   - Config.Addrs (or Config.Sentinel) are this client's own proxied addresses, and Config.Dial,
 //     when set, must be used for every connection, so that a fault can cut one client off. On a
@@ -20,7 +35,7 @@
 //     lets a fault stop the client there. Calling it is optional: the catalogue reaches a lock
 //     that marks no point by what the harness owns — its own points around the critical section
 //     (cs:before-acquire, cs:acquired, cs:before-read, cs:before-write, cs:before-release) and the
-//     wire (DESIGN.md §14): the proxies parse Redis's and ZooKeeper's protocols, so slow-release
+//     wire (docs/design.md#wire-points): the proxies parse Redis's and ZooKeeper's protocols, so slow-release
 //     holds your release's first command (or its first reply) until another client holds the
 //     lock, and latency holds the reply that wins your acquisition past the lease. A few of the
 //     catalogue's faults are refinements at a built-in's own points (Redlock's
@@ -31,9 +46,14 @@
 //     trusts both: a lease declared without a TTL never expires, so any overlapping grant is
 //     charged to the lock service; the client writes only while its Validity lasts.
 //   - An error whose outcome is unknown (a timeout after the command was sent) should be an
-//     *algorithms.UnknownError; any other error means the operation did not take effect. Release
-//     returns algorithms.ErrNotHeld when the lease had already expired.
-//   - A Locker that implements algorithms.Closer is closed after each run.
+//     [*algorithms.UnknownError]; any other error means the operation did not take effect. Release
+//     returns [algorithms.ErrNotHeld] when the lease had already expired.
+//   - A Locker that implements [algorithms.Closer] is closed after each run; one that implements
+//     [algorithms.Validator] is asked before each write whether it still holds its lease.
+//   - A factory that cannot serve what Config asks for returns an error wrapping [ErrUnsupported],
+//     and the scenario is skipped.
+//
+// docs/locktest.md in the repository says the same with a table of these names.
 //
 // # What a pass does not prove
 //
@@ -380,7 +400,7 @@ func describe(r *checker.Result, expected, report string) string {
 
 // Algorithm is the Factory of one of lockchaos's own algorithms or mutants by name (`lockchaos
 // list --mutants`). Point Run at a mutant — a real algorithm with one safety mechanism removed
-// (DESIGN.md §11) — to see what a caught bug looks like before you test your own lock, or at a
+// (docs/design.md#mutants) — to see what a caught bug looks like before you test your own lock, or at a
 // real algorithm as the reference yours should match.
 func Algorithm(name string) Factory {
 	return func(cfg algorithms.Config) (algorithms.Locker, error) {

@@ -101,8 +101,8 @@ func TestOwnScenario(t *testing.T) {
 
 // TestPointFreeGetThenDel: the same two locks, marking no point at all (Config.Point never
 // called), against the catalogue's own slow-release as locktest runs it by default: the fault
-// holds the first reply of a release on the wire until another client holds the lock (DESIGN.md
-// §14), so the GET-then-DEL release is caught and the compare-and-delete passes — no scenario of
+// holds the first reply of a release on the wire until another client holds the lock
+// (docs/design.md#wire-points), so the GET-then-DEL release is caught and the compare-and-delete passes — no scenario of
 // the user's own, no help from the lock's code. Real servers.
 func TestPointFreeGetThenDel(t *testing.T) {
 	if testing.Short() {

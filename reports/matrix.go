@@ -16,7 +16,7 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 )
 
-// Matrix output files (DESIGN.md §8).
+// Matrix output files (docs/design.md#command-line-contract).
 const (
 	IndexFile   = "index.html"
 	ResultsFile = "results.json"
@@ -357,7 +357,7 @@ func cellDetail(r *checker.Result) string {
 		s = "stall " + history.FormatMs(r.LongestStallMs)
 	}
 	if s == "" {
-		// A verdict without a violation stands on its evidence (DESIGN.md §10): show it.
+		// A verdict without a violation stands on its evidence (docs/design.md#evidence): show it.
 		if r.Evidence == checker.EvidenceOK {
 			s = fmt.Sprintf("evidence ok · %d writes, %d in danger", r.WritesOk, r.WritesInWindow)
 		} else {

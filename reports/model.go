@@ -19,7 +19,7 @@ type runModel struct {
 	releases []release
 	faults   []history.FaultSpan
 	leases   []checker.Lease
-	danger   [][2]int64     // the danger windows of the faults (DESIGN.md §10)
+	danger   [][2]int64     // the danger windows of the faults (docs/design.md#evidence)
 	illegal  map[int64]bool // acquires the lock service granted illegally
 	byAcq    map[int64]int  // acquire id → index into windows
 	byOp     map[int64]*history.Operation

@@ -17,7 +17,7 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 )
 
-// File names in a run directory (DESIGN.md §8).
+// File names in a run directory (docs/design.md#command-line-contract).
 const (
 	ResultFile              = "result.json"
 	ReportFile              = "report.html"

@@ -63,7 +63,7 @@ type timelineView struct {
 	Aggregated    bool
 
 	LaneBG      []svgRect
-	Danger      []svgRect // the danger windows of the faults (DESIGN.md §10)
+	Danger      []svgRect // the danger windows of the faults (docs/design.md#evidence)
 	LaneLabels  []svgText
 	Grid        []svgLine
 	AxisLabels  []svgText

@@ -7,7 +7,7 @@ import (
 )
 
 // Categories a run is coloured by, on the report badge and in the matrix. They refine the verdict
-// by the class of the first violation, because the class decides the fix (DESIGN.md §6).
+// by the class of the first violation, because the class decides the fix (docs/design.md#checks).
 const (
 	catSafe          = "safe"
 	catUnsafe        = "unsafe" // unsafe, class not known

@@ -6,7 +6,7 @@ import (
 	"github.com/lockchaos/lockchaos/faults"
 )
 
-// The catalogue (DESIGN.md §7). Every fault is aimed by an event — the first holder, at the named
+// The catalogue (docs/design.md#catalogue-and-expectations). Every fault is aimed by an event — the first holder, at the named
 // point where the published failure happens — so each known bug shows within seconds, not after
 // minutes of random hope. TTLs are short (500 ms) for the same reason; the faults are sized from
 // them (a pause of TTL+δ, a jump of ≥ TTL).
@@ -114,7 +114,7 @@ func registerCatalogue() bool {
 			"so (a late GET reply, and the DEL that trusts it).",
 		Reproduces: "seed 003 table: a late DEL removes another client's lock; seed RedisLockUtil: GET, compare, then DEL",
 		Needs:      "the release's first command (or its reply) held until the holder's key expired and another client holds",
-		// Both faults act at the release's own commands on the wire (DESIGN.md §14), so they reach
+		// Both faults act at the release's own commands on the wire (docs/design.md#wire-points), so they reach
 		// every Redis lock without a named point in its code: the first request after the holder
 		// reached cs:before-release, and later the first reply. Each is held until another client
 		// reaches cs:before-read, holding the lock with a lease it found valid — the moment a late
@@ -223,7 +223,7 @@ func registerCatalogue() bool {
 			"still cut off, after the ensemble expired its session, which it cannot know yet.",
 		Reproduces: "Curator's session-expiry caveat (CURATOR-206); Jepsen; seed 003 table (the DEL blocked in the network, accepted later)",
 		Needs:      "partition > TTL (session timeout) at cs:acquired; the holder busy past its TTL under it",
-		// The partition holds the bytes and delivers them at the heal (DESIGN.md §4). It lasts
+		// The partition holds the bytes and delivers them at the heal (docs/design.md#faults). It lasts
 		// 2×TTL+300 ms, then heals when another client holds the lock (cs:before-read), TTL
 		// later at most (a lock without expiry is never taken over: setnx): the cut-off holder's
 		// release, sent under it at TTL+300 ms, lands on a grant, whatever the lock's retry
@@ -326,7 +326,7 @@ func registerCatalogue() bool {
 		Workload:   std.merge(Workload{Clients: 20}),
 		Faults:     []faults.Spec{{Kind: "client-crash", Point: "cs:acquired"}},
 		Expect: map[string]string{
-			// DESIGN.md §7 said S. With the race forced at its point (scenarios/catches.go: two
+			// docs/design.md#catalogue-and-expectations said S. With the race forced at its point (scenarios/catches.go: two
 			// waiters that found the timestamp expired stop before their GETSET), exactly one
 			// waiter wins, as the seed says — but a losing GETSET still overwrites the key with
 			// its own, earlier expiry, so a later waiter takes the lock over while the holder's
@@ -380,7 +380,7 @@ func registerCatalogue() bool {
 	return true
 }
 
-// Seed lists the seven seed algorithms in DESIGN.md §7's column order: the default matrix.
+// Seed lists the seven seed algorithms in docs/design.md#catalogue-and-expectations's column order: the default matrix.
 var Seed = []string{"setnx", "setnx-expire", "setnx-px", "getset", "token", "redlock", "zookeeper"}
 
 // expect maps the seed algorithms, in column order, to codes. A code may carry a comment after a

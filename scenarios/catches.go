@@ -6,7 +6,7 @@ import (
 	"github.com/lockchaos/lockchaos/faults"
 )
 
-// Teeth (DESIGN.md §11): the mutants each scenario must catch, and the variants that make it catch
+// Teeth (docs/design.md#mutants): the mutants each scenario must catch, and the variants that make it catch
 // them. A mutant is its real algorithm with one mechanism removed (algorithms.Mutants); it runs
 // its real algorithm's variants, so where the scenario's real cell is safe, a caught mutant proves
 // the fault reaches the mechanism the real algorithm relies on. This file keeps them apart from
@@ -45,7 +45,7 @@ func init() {
 	catch("client-pause", "fence-unchecked",
 		"Ul: the paused holder's stale write is accepted: lost updates > 0, where token+fence loses none")
 	catch("client-crash", "token-no-ttl", "X: the crashed holder's key never expires (seed 002 problem 1)")
-	// getset-race: the race forced at its point (DESIGN.md §10). The first four waiters that find
+	// getset-race: the race forced at its point (docs/design.md#evidence). The first four waiters that find
 	// the crashed holder's timestamp expired stop before their GETSET, so others find it expired
 	// too and GETSET first, and the four come back, 40 ms apart, with an expiry already past: the
 	// real getset's compare makes every GETSET but the first a loss, yet a losing GETSET still

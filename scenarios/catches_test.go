@@ -9,7 +9,7 @@ import (
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
-// TestTeeth: DESIGN.md §11 — every scenario names a mutant it catches, every mutant is caught
+// TestTeeth: docs/design.md#mutants — every scenario names a mutant it catches, every mutant is caught
 // somewhere, and each catch resolves to a cell with an unsafe or stuck expectation on the mutant's
 // real algorithm's topology.
 func TestTeeth(t *testing.T) {
@@ -48,7 +48,7 @@ func TestTeeth(t *testing.T) {
 	for _, want := range []string{"token-plain-del", "token-no-validity", "token-watchdog-blind", "redlock-no-validity",
 		"redlock-no-quorum", "zookeeper-watch-lowest", "zookeeper-ignore-session", "getset-no-compare", "fence-unchecked"} {
 		if !slices.Contains(algorithms.MutantNames(), want) {
-			t.Errorf("DESIGN.md §11 mutant %s is not registered", want)
+			t.Errorf("mutant %s is not registered (docs/design.md#mutants)", want)
 		}
 	}
 }

@@ -6,7 +6,7 @@ package scenarios
 // redis-sentinel for failover, with the "redis" family's variants, as token does.
 //
 // Measured with `lockchaos run --algorithm bsm-redislock --scenario S --seed N` on the local
-// backend, seeds 1–3 of each cell (2026-11-26, a 2-core machine shared with other builds):
+// backend, seeds 1–3 of each cell:
 // every cell as below in 3 of 3; TTD of the unsafe cells: client-pause 541–550 ms, failover
 // 2.16–2.43 s, restart 136–528 ms, clock-jump 34–197 ms; node-kill stuck from 1.02–1.13 s.
 // In restart and clock-jump the holder's TTL check finds the key gone and it skips its write

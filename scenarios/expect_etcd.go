@@ -28,7 +28,7 @@ func init() {
 			Faults:   []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2000)}},
 			Workload: Workload{Hold: ms(2500), StuckAfter: ms(3500)},
 		})
-		// etcd speaks gRPC over HTTP/2, which lockchaos does not parse (DESIGN.md §14: not until
+		// etcd speaks gRPC over HTTP/2, which lockchaos does not parse (docs/design.md#wire-points: not until
 		// measured as cheap), so the wire faults of slow-release and latency cannot reach it: its
 		// release is delayed by latency on its links from cs:before-release, and latency is timed on a
 		// minority of the cluster, as for ZooKeeper.
@@ -56,8 +56,8 @@ func init() {
 		// previous leader failure": a bare clientv3 Put sent right after the kill waited out its 4 s deadline,
 		// 3 of 3, on direct links without proxies too) until the acquire's 3 s timeout, and the
 		// waiters wait on its key: no grant from the kill until ≈ 2 s after the heal. Stuck 10 of
-		// 10 runs on 2026-11-29, on binaries back to 0f9a9de^; measured safe on 2026-11-22,
-		// when the scenario's 1 s acquire timeout cut the hung Lock short. etcd-unlock-retry,
+		// 10 runs (it looked safe only while the scenario's 1 s acquire timeout cut the hung Lock
+		// short). etcd-unlock-retry,
 		// whose release is retried until it lands, was live and safe 4 of 4.
 		"zk-leader-kill": "X: the leader's death hangs the holder's release and its next Lock in etcd's request timeout; its key blocks the waiters ≈ 2 s past the heal",
 	})

@@ -1,6 +1,6 @@
 package scenarios
 
-// Locks on MariaDB (DESIGN.md §15): mysql-get-lock (algorithms/mysql_get_lock.go), GET_LOCK on a
+// Locks on MariaDB (docs/design.md#session-locks-and-more-services): mysql-get-lock (algorithms/mysql_get_lock.go), GET_LOCK on a
 // session of its own. It is a session lock as pg-advisory is, and of the same "sql" family
 // (Family): the server holds it while the session lives, with no TTL, and drops it when the
 // session ends (a KILL, a restart, a disconnect); the careful client's Valid asks the server
@@ -10,7 +10,7 @@ package scenarios
 // EOF) — none changes a cell.
 
 func init() {
-	// Measured on the local backend, 2026-11-26, on this 2-core machine: `lockchaos run
+	// Measured on the local backend: `lockchaos run
 	// --algorithm mysql-get-lock --scenario X --seed N`, seeds 1–3, every run gave the code below
 	// (mysql-get-lock-no-valid: session-kill, partition and restart, seeds 1–3).
 	// Where a cell's mechanism is pg-advisory's, so is its code (sessionLockCells, expect_postgres.go):
@@ -36,7 +36,7 @@ func init() {
 	// The careful holder asks and skips its write: 0 lost updates. Before the stall, the kill at
 	// the first grant (and later at the second) left the order to the scheduler: 1 selftest run
 	// under load safe each time (the holder's release recorded before the waiter's grant).
-	// `selftest --scenarios session-kill --runs 10` beside two CPU-bound loops, 2026-11-28: 10 of
+	// `selftest --scenarios session-kill --runs 10` beside two CPU-bound loops: 10 of
 	// 10, the mutant caught 10 of 10 (1 lost update each); `make reproduce`'s 20 runs: 20 of 20
 	// and 20 of 20 (BENCHMARKS.md).
 	cells["session-kill"] = "Us: the server ended the holder's session and granted the waiter; the holder asked and did not write"

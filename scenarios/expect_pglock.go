@@ -9,8 +9,8 @@ import "github.com/lockchaos/lockchaos/faults"
 // careful holder asks before it writes. It runs on postgres (and postgres-pgbouncer); lib/pq
 // v1.10.9 takes one host, so not on postgres-standby.
 //
-// Measured with `lockchaos run --algorithm pglock --scenario S --seed N` on the local backend,
-// 2026-11-26: see BENCHMARKS.md "Detection speed" for the 20-run rates.
+// Measured with `lockchaos run --algorithm pglock --scenario S --seed N` on the local backend;
+// see BENCHMARKS.md "Detection speed" for the 20-run rates.
 func init() {
 	// A waiter tries again only a lease after it found the row taken: a holder that acquires
 	// again at once after its release wins the row back before any waiter looks. Under 1.5 s of

@@ -7,7 +7,7 @@ import (
 	"github.com/lockchaos/lockchaos/faults"
 )
 
-// Locks on PostgreSQL (DESIGN.md §15): pg-advisory and pg-advisory-xact (algorithms/
+// Locks on PostgreSQL (docs/design.md#session-locks-and-more-services): pg-advisory and pg-advisory-xact (algorithms/
 // pg_advisory.go), session locks, and pg-lease (algorithms/pg_lease.go), a lease row. The server holds a session lock for as long as the session lives, with no TTL
 // (Lease.TTL 0: the checker's lock model never lets it expire), through any pause of the holder,
 // and drops it when the session ends; the holder learns it only at its next statement, so the
@@ -22,7 +22,7 @@ func registerSQLScenarios() bool {
 		Summary: "The server ends the first holder's session right after it acquired (PostgreSQL's " +
 			"pg_terminate_backend, MariaDB's KILL, as an admin, a pooler or an idle-session timeout does); the holder " +
 			"is busy until another client holds the lock (250 ms at most) and learns it only at its next statement.",
-		Reproduces: "DESIGN.md §15: a session lock is dropped with its session; the waiter is granted at once",
+		Reproduces: "docs/design.md#session-locks-and-more-services: a session lock is dropped with its session; the waiter is granted at once",
 		Needs:      "a server that can end a client's sessions (postgres topologies, mariadb); the kill at cs:acquired",
 		Workload:   std.merge(Workload{StuckAfter: ms(1500)}),
 		// The holder's next statement comes after the waiter's grant (client-stall until
@@ -64,7 +64,7 @@ func registerSQLScenarios() bool {
 		Name: "server-idle-timeout",
 		Summary: "No faults: the SQL server ends sessions idle for 1 s (PostgreSQL's idle_session_timeout, MariaDB's " +
 			"wait_timeout), and each holder works 1.5 s between its read and its write without a statement on its lock's session.",
-		Reproduces: "DESIGN.md §15: the server's idle settings decide how soon a session, and its lock, is dropped",
+		Reproduces: "docs/design.md#session-locks-and-more-services: the server's idle settings decide how soon a session, and its lock, is dropped",
 		Needs:      "a holder idle on its session for longer than the server's idle timeout",
 		Workload:   std.merge(Workload{Hold: ms(1500), ServerIdleTimeout: ms(1000), Duration: ms(3000), StuckAfter: ms(2500)}),
 	})
@@ -87,7 +87,7 @@ func sqlVariants() {
 	// pg-lease's holders must write within their lease for the cell to show anything: a 2 s TTL
 	// outlasts the 1.5 s of work (with the catalogue's 500 ms every holder's lease ran out first
 	// and nobody wrote: unknown). A 4 s run has two or three grants, and in 4 of 20 runs (make
-	// reproduce, 2026-11-28) the releasing holder took the lock again before any waiter's retry
+	// reproduce) the releasing holder took the lock again before any waiter's retry
 	// both times: one client, nothing contended, unknown. 6 s runs have four or five.
 	vary("server-idle-timeout", "pg-lease", Variant{Workload: Workload{TTL: ms(2000), Duration: ms(6000)}})
 	vary("latency", "sql", Variant{Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "master", Amount: ms(ttl/2 + 50)}}})
@@ -95,7 +95,7 @@ func sqlVariants() {
 
 func init() {
 
-	// Measured on the local backend, 2026-11-26, on a loaded 2-core machine (seeds 1–5 unless
+	// Measured on the local backend (seeds 1–5 unless
 	// said; pg-advisory-xact seeds 1–3, 1–5 for session-kill and pgbouncer-transaction): every
 	// run gave the code below.
 	session := sessionLockCells()
@@ -111,7 +111,7 @@ func init() {
 	Expect("pg-advisory-xact", xact)
 
 	// pg-lease: a lease row on the server's clock, its version the fence (the runner turns the
-	// resource's fence check on). Seeds 1–5 each (restart 1–2), 2026-11-26; client-pause: 5 of 5
+	// resource's fence check on). Seeds 1–5 each (restart 1–2); client-pause: 5 of 5
 	// with the stale write rejected, 0 lost updates. restart is left without an
 	// expectation: the committed row survives the restart, so nobody else is granted within the
 	// danger window (restart's 4 s TTL after a 2–15 s recovery): unknown by the evidence rule,
@@ -172,7 +172,7 @@ func sessionLockCells() map[string]string {
 		// holder's Valid asks the server and skips its write: 0 overlapping writes, 0 lost updates;
 		// pg-advisory-no-valid writes into the next holder's lock (scenarios/catches.go: Ul).
 		"session-kill": "Us: the server ended the holder's session and granted the waiter; the holder asked and did not write",
-		// Seeds 1–3 each, 2026-11-26: the waiter is granted 1.00–1.05 s in, the moment the idle
+		// Seeds 1–3 each: the waiter is granted 1.00–1.05 s in, the moment the idle
 		// holder's session is ended; the holder asks before it writes and does not (0 lost updates).
 		"server-idle-timeout": "Us: the server ended the idle holder's session and granted the waiter; the holder asked and did not write",
 	}

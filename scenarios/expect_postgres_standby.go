@@ -19,9 +19,8 @@ import "github.com/lockchaos/lockchaos/faults"
 // fence cannot tell their writes apart. Without the cut, asynchronous replication on loopback
 // ships a row within milliseconds: the fault forces the lag a loaded or distant standby has.
 //
-// Measured on the local backend, 2026-11-26 (load average 2–4 on 2 cores), seeds 1–3 each,
-// every run giving the code below unless said; then 20 runs of every cell on 2026-11-28
-// (`lockchaos matrix --topology postgres-standby --runs 20`): each 20 of 20 with evidence ok, but
+// Measured on the local backend, seeds 1–3 each, every run giving the code below unless said;
+// then 20 runs of every cell (`lockchaos matrix --topology postgres-standby --runs 20`): each 20 of 20 with evidence ok, but
 // pg-lease × server-idle-timeout 19 of 20.
 func init() {
 	// The race this forces: right after the fault, the careful holder asks its dead session
@@ -61,7 +60,7 @@ func init() {
 		"zk-leader-kill":        na("no ZooKeeper leader"),
 		"session-kill":          "Us: the primary ended the holder's session and granted the waiter; the holder asked and did not write",
 		"pgbouncer-transaction": na("postgres-standby has no pooler (the scenario runs on postgres-pgbouncer)"),
-		// 20 of 20 each (2026-11-28): both servers run with the idle timeouts, as postgres's one.
+		// 20 of 20 each: both servers run with the idle timeouts, as postgres's one.
 		"server-idle-timeout": "Us: the primary ends the idle holder's session and grants the waiter; the holder asks and does not write",
 	}
 	ExpectOn("pg-advisory", "postgres-standby", standby)
@@ -94,7 +93,7 @@ func init() {
 		"zk-leader-kill":        na("no ZooKeeper leader"),
 		"session-kill":          "S: the lease is a row, not a session",
 		"pgbouncer-transaction": na("postgres-standby has no pooler (the scenario runs on postgres-pgbouncer)"),
-		// 19 of 20 (2026-11-28; the other unknown: one client was granted every time).
+		// 19 of 20 (the other unknown: one client was granted every time).
 		"server-idle-timeout": "S: the lease is a row; the idle timeout ends only a session",
 	})
 }

@@ -16,8 +16,8 @@ package scenarios
 func init() {
 	// node-kill: the cluster promotes the slot's replica 0.9–1.4 s after the kill
 	// (cluster-node-timeout 500 ms, the FAIL gossip, the replica's 500–1000 ms election delay),
-	// which the catalogue's 1.5 s stuck limit cut in 2 of 20 quiet runs and 7 of 20 loaded ones
-	// (2026-11-28): a failover working as designed, not a lock stuck. 2.5 s here, and 4 s runs.
+	// which the catalogue's 1.5 s stuck limit cut in 2 of 20 quiet runs and 7 of 20 loaded ones:
+	// a failover working as designed, not a lock stuck. 2.5 s here, and 4 s runs.
 	vary("node-kill", "@redis-cluster", Variant{Workload: Workload{StuckAfter: ms(2500), Duration: ms(4000)}})
 	ExpectOn("token", "redis-cluster", map[string]string{
 		"baseline":              "S",

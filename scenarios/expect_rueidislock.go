@@ -7,7 +7,7 @@ package scenarios
 // with the "redis" family's variants.
 //
 // Measured with `lockchaos run --algorithm rueidislock --scenario S --seed N` on the local
-// backend, seeds 1–3 of each cell (2026-11-26, a 2-core machine shared with other builds);
+// backend, seeds 1–3 of each cell;
 // every cell as below in 3 of 3 (client-pause 6 of 6, partition 11 of 11; restart, clock-jump
 // and latency measured twice, 6 of 6; node-kill 4 of 4 after a dial that never connected counted as a
 // definite failure, 2 of 3 stuck and 1 unknown before). TTD of the unsafe cells: client-pause

@@ -5,7 +5,7 @@ package scenarios
 // Info.Fenced, so the runner turns the resource's fence check on (Workload.Fencing) in every
 // scenario: a late write with an old fence is rejected.
 //
-// An exclusion violation is still a violation (DESIGN.md §6: a rejected write counts as an
+// An exclusion violation is still a violation (docs/design.md#checks: a rejected write counts as an
 // access), so the codes match the unfenced columns wherever the holder's own timing is the
 // failure; what fencing changes is the lost-update count, which must be 0 there (checked by the
 // tests of these files' algorithms and reported in result.json).

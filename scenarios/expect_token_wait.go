@@ -85,7 +85,7 @@ func init() {
 	// unknown in all 3 of its runs: Sentinel failed the restarted master over ≈3 s later (the replica's log:
 	// "MASTER MODE enabled" by a sentinel), the promoted replica had no replica, WAIT failed, and
 	// a key whose SET's outcome was unknown kept every client waiting to the end — a cell that
-	// may or may not fail is no expectation (DESIGN.md §10). On redis-cluster a restart (≈2 s,
+	// may or may not fail is no expectation (docs/design.md#evidence). On redis-cluster a restart (≈2 s,
 	// CLUSTER_WRITABLE_DELAY) is faster than failure detection plus election and the replica
 	// resyncs from the empty master: Us 7 of 7, TTD 2.07–2.19 s.
 	vary("restart", "token+wait", Variant{Topology: "redis-cluster"})

@@ -4,11 +4,11 @@ import "strings"
 
 // The point-free locks (algorithms/user_*.go): a token lock, a renewing token lock, Redlock and a
 // ZooKeeper recipe, each written as a user writes one with go-redis or go-zookeeper — no named
-// point in their code — and their mutants, one classic bug each (DESIGN.md §11: teeth must reach a
+// point in their code — and their mutants, one classic bug each (docs/design.md#mutants: teeth must reach a
 // lock that marks nothing). The correct ones are expected what the built-in of the same algorithm
 // is expected, scenario by scenario: the catalogue reaches them by the harness's points and the
-// wire, as it reaches any user's lock. Each mutant is caught by the scenario whose row in the
-// README's "what each scenario catches" names its bug.
+// wire, as it reaches any user's lock. Each mutant is caught by the scenario whose row in
+// docs/catalogue.md's "what each scenario catches" table names its bug.
 func init() {
 	for alg, ref := range map[string]string{
 		"user-token": "token", "user-token-renew": "token+watchdog",

@@ -14,8 +14,8 @@ import "github.com/lockchaos/lockchaos/faults"
 // expired — before it writes. The zookeeper algorithm (the same recipe plus Valid, Curator's
 // LOST) then skips its write: safe, 3 of 3 (catches.go). zk.NewLock's holder writes: #20.
 //
-// Measured with `lockchaos run --algorithm zk-lock --scenario S --seed N` on the local backend
-// (2026-11-26, a 2-core machine shared with other builds), seeds 1–3 of each cell, every cell
+// Measured with `lockchaos run --algorithm zk-lock --scenario S --seed N` on the local backend,
+// seeds 1–3 of each cell, every cell
 // as below in 3 of 3 (partition 6 of 6, TTD 1.30–2.10 s; client-pause TTD 1.40–1.64 s; the
 // stuck cells from 1.1–1.25 s for node-kill and 2.84–2.94 s for slow-release).
 //

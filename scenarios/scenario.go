@@ -110,9 +110,9 @@ type Scenario struct {
 	// Uc (unsafe, client class), U (unsafe, either class), X (stuck) — checker.ParseExpectation's
 	// codes — or "-: reason" when the cell makes no sense. An algorithm not listed is not
 	// expected anything. A race is not an expectation: a scenario forces it at its point
-	// (DESIGN.md §10).
+	// (docs/design.md#evidence).
 	Expect map[string]string `yaml:"expect,omitempty" json:"expect,omitempty"`
-	// Catches maps a mutant (algorithms.Mutants, DESIGN.md §11) to the verdict the scenario must
+	// Catches maps a mutant (algorithms.Mutants, docs/design.md#mutants) to the verdict the scenario must
 	// catch it with: Us, Uc or X, with an optional comment after a colon, as in Expect. A mutant
 	// runs its real algorithm's variants (and its own, when the scenario has one).
 	Catches map[string]string `yaml:"catches,omitempty" json:"catches,omitempty"`
@@ -302,7 +302,7 @@ func (s Scenario) cannotShow(c Cell, where string) string {
 
 // offered leaves out of a cell the refinements (faults.Spec.Refinement) at a named point the
 // algorithm does not mark: a point of a built-in's own acquire or release ("acquire:after-quorum")
-// is a refinement for the locks that mark it (DESIGN.md §11, §14), never a requirement — the
+// is a refinement for the locks that mark it (docs/design.md#mutants, §14), never a requirement — the
 // harness's points and the wire reach every lock, and a fault that could never fire would leave
 // the cell without evidence. Other faults stay: a user's own scenario may aim at a point their
 // lock calls without declaring it.
@@ -440,7 +440,7 @@ func All() []Scenario {
 	return out
 }
 
-// displayOrder is DESIGN.md §7's order; scenarios added later sort after it by name.
+// displayOrder is docs/design.md#catalogue-and-expectations's order; scenarios added later sort after it by name.
 var displayOrder = []string{"baseline", "client-crash", "client-pause", "clock-skew", "slow-release",
 	"failover", "restart", "clock-jump", "partition", "latency", "getset-race", "node-kill", "zk-leader-kill"}
 

@@ -11,7 +11,7 @@ import (
 
 var seed = []string{"setnx", "setnx-expire", "setnx-px", "getset", "token", "redlock", "zookeeper"}
 
-// TestCatalogueComplete: every scenario of DESIGN.md §7 is there, says what it reproduces, and has
+// TestCatalogueComplete: every scenario of docs/design.md#catalogue-and-expectations is there, says what it reproduces, and has
 // an expectation (or an n/a reason) for every seed algorithm on a topology the algorithm runs on.
 func TestCatalogueComplete(t *testing.T) {
 	want := []string{"baseline", "client-crash", "client-pause", "clock-skew", "slow-release", "failover",

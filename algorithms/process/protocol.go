@@ -1,5 +1,5 @@
 // Package process runs a lock written in any language as a child process that speaks JSON lines
-// on stdin/stdout (DESIGN.md §12, docs/process-clients.md), behind algorithms.Locker.
+// on stdin/stdout (docs/design.md#process-clients, docs/process-clients.md), behind algorithms.Locker.
 package process
 
 import (

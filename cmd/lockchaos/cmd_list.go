@@ -27,9 +27,9 @@ type listing struct {
 	Topologies []string             `json:"topologies"`
 	Faults     []string             `json:"faults"`
 	Points     map[string][]string  `json:"harness_points"`
-	// Wire says which servers' protocols wire points parse (DESIGN.md §14), by server kind.
+	// Wire says which servers' protocols wire points parse (docs/design.md#wire-points), by server kind.
 	Wire map[string]string `json:"wire_points"`
-	// Mutants are listed with --mutants only (DESIGN.md §11: hidden from the default listing).
+	// Mutants are listed with --mutants only (docs/design.md#mutants: hidden from the default listing).
 	Mutants []listedMutant `json:"mutants,omitempty"`
 	// TopologyInfo is each topology as its descriptor says it, with its reference lock and the
 	// fault kinds that cannot act there (and why).
@@ -85,7 +85,7 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 	var asJSON, mutants bool
 	fs := newCommand("list")
 	fs.BoolVar(&asJSON, "json", false, "print the listing as JSON")
-	fs.BoolVar(&mutants, "mutants", false, "also list the mutants (DESIGN.md §11) and the scenarios that must catch them")
+	fs.BoolVar(&mutants, "mutants", false, "also list the mutants (docs/design.md#mutants) and the scenarios that must catch them")
 	if err := parse(fs, args); err != nil {
 		return 0, err
 	}

@@ -104,7 +104,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 }
 
 // verdictLine is the one-line summary of a run: the verdict and what decided it (the checker's
-// decided_by, DESIGN.md §10).
+// decided_by, docs/design.md#evidence).
 func verdictLine(r *checker.Result, report string) string {
 	line := fmt.Sprintf("%s × %s: %s", r.Algorithm, r.Scenario, r.Verdict)
 	if r.ViolationClass != nil {

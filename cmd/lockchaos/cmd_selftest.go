@@ -14,7 +14,7 @@ import (
 )
 
 // cmdSelftest runs every scenario against the mutants it must catch and its real algorithms
-// (DESIGN.md §11): exit 0 only when every mutant is caught and every real cell is as expected.
+// (docs/design.md#mutants): exit 0 only when every mutant is caught and every real cell is as expected.
 func cmdSelftest(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	var c common
 	var scens string

@@ -39,7 +39,7 @@ type common struct {
 
 // synopses are the first lines of each command's -h.
 var synopses = map[string]string{
-	"list":     "lockchaos list [--json] [--mutants]\n\nLists the algorithms with their named points, the scenarios, the topologies and the faults;\n--mutants adds the mutants (DESIGN.md §11) and the scenarios that must catch them.",
+	"list":     "lockchaos list [--json] [--mutants]\n\nLists the algorithms with their named points, the scenarios, the topologies and the faults;\n--mutants adds the mutants (docs/design.md#mutants) and the scenarios that must catch them.",
 	"selftest": "lockchaos selftest [--runs N] [--scenarios x,y] [flags]\n\nRuns every scenario against the mutants it must catch and its real algorithms; writes\nOUT/selftest.html, results.json and junit.xml; exits 0 only when every mutant is caught and every\nreal cell matches its expectation with evidence, in every one of its --runs runs (no retry: one\nmiss fails it, named with its n/N).",
 	"run":      "lockchaos run --algorithm A [--scenario S] [flags]\n\nOne run of algorithm A under scenario S; exits by verdict (0 safe, 1 unsafe or stuck, 2 unknown),\nor by --expect when given (0 as expected, 1 not).",
 	"matrix":   "lockchaos matrix [--algorithms a,b] [--scenarios x,y] [--runs R] [--shard i/n] [flags]\n\nRuns algorithms × scenarios, writes OUT/index.html, results.json and junit.xml; exits 0 when every\ncell matches the catalogue's expectation, 1 otherwise.",

@@ -23,7 +23,7 @@ type quietLogger struct{}
 
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
-// Exit codes, as Jepsen's (DESIGN.md §8).
+// Exit codes, as Jepsen's (docs/design.md#command-line-contract).
 const (
 	exitValid   = 0
 	exitInvalid = 1

@@ -169,7 +169,7 @@ func TestShippedClients(t *testing.T) {
 }
 
 // TestPublishedFailures runs the published failures of the shipped libraries that
-// docs/examples reproduces (README "Published failures"), each beside the library with the fix
+// docs/examples reproduces (docs/libraries/published-failures.md), each beside the library with the fix
 // patched in under the same schedule: kazoo #732 (a non-blocking acquire that loses its cleanup
 // delete leaves its node: stuck; PR #760's retried cleanup: safe) and redis-py PR #4258 (a
 // release retried after a lost round trip is refused, the key without expiry stays: stuck; the

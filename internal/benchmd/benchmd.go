@@ -33,25 +33,10 @@ func update(path, section, body string) error {
 		return fmt.Errorf("benchmd: %w", err)
 	}
 	out := Replace(old, section, body)
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".benchmd-*")
-	if err != nil {
-		return fmt.Errorf("benchmd: %w", err)
+	if section != SummarySection {
+		out = WithSummary(out)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(out); err != nil {
-		tmp.Close()
-		return fmt.Errorf("benchmd: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("benchmd: %w", err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("benchmd: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("benchmd: %w", err)
-	}
-	return nil
+	return write(path, out)
 }
 
 // lockPath is the lock file for path: in the temp dir, named after path's absolute form, so no

@@ -68,3 +68,30 @@ func TestStamp(t *testing.T) {
 		t.Errorf("stamp %q", s)
 	}
 }
+
+// TestWithSummary: the summary is built from a section's own table and goes first, under the
+// title; rebuilding it changes nothing; a document without any headline figure is left as it is.
+func TestWithSummary(t *testing.T) {
+	doc := []byte("# Benchmarks\n\n## Check at scale\n\n_Measured._\n\n" +
+		"| operations | read once (ref) | check end to end | ratio | goal |\n|---:|---:|---:|---:|---|\n" +
+		"| 1005104 | 35ms | 1.61s | 46.6× | — |\n| 10050533 | 396ms | 9.7s | 24.5× | **met** |\n")
+	got := string(WithSummary(doc))
+	want := "# Benchmarks\n\n## Summary\n\n"
+	if !strings.HasPrefix(got, want) {
+		t.Fatalf("summary not first:\n%s", got)
+	}
+	row := "| `lockchaos check` of 10 million operations | 9.7s | 396ms | 24.5× | < 20 s, < 1 GiB: met | [Check at scale](#check-at-scale) |"
+	if !strings.Contains(got, row) {
+		t.Errorf("no row %q in:\n%s", row, got)
+	}
+	if !strings.HasSuffix(got, string(doc[len("# Benchmarks\n\n"):])) {
+		t.Errorf("the sections changed:\n%s", got)
+	}
+	if again := string(WithSummary([]byte(got))); again != got {
+		t.Errorf("a second rebuild changed the document:\n%s", again)
+	}
+	plain := []byte("# Benchmarks\n\n## Other\n\nno table\n")
+	if got := WithSummary(plain); string(got) != string(plain) {
+		t.Errorf("a document without headline figures changed:\n%s", got)
+	}
+}

@@ -1,5 +1,5 @@
 // Command reproduce measures how reliably and how fast the catalogue reproduces each known failure
-// and catches each mutant: every cell of the selftest (DESIGN.md §11: each scenario × its real
+// and catches each mutant: every cell of the selftest (docs/design.md#mutants: each scenario × its real
 // algorithms and the mutants it must catch), R runs each (fresh cluster, seed s+run), and writes
 // the table (cell, reproduced or caught /R, evidence ok /R, median and max time to first
 // violation) to the "Detection speed" section of BENCHMARKS.md. It is `make reproduce`: a
@@ -138,7 +138,7 @@ func main() {
 	}
 	var b strings.Builder
 	header := fmt.Sprintf("`go run ./internal/reproduce --runs %d` (make reproduce): each cell %d times, fresh servers and seed each run; %s in all.\n"+
-		"Reproduced = runs whose verdict matched the catalogue's expectation (for a mutant: runs that caught it). Evidence ok = runs that showed they could have failed (DESIGN.md §10: every planned fault fired, writes and contended grants in the danger window; an unsafe or stuck run's violation is its own evidence). TTD = time from run start to the first violating operation (stuck: to when the stall reached the limit).\n",
+		"Reproduced = runs whose verdict matched the catalogue's expectation (for a mutant: runs that caught it). Evidence ok = runs that showed they could have failed (docs/design.md#evidence: every planned fault fired, writes and contended grants in the danger window; an unsafe or stuck run's violation is its own evidence). TTD = time from run start to the first violating operation (stuck: to when the stall reached the limit).\n",
 		*runs, *runs, time.Since(start).Round(time.Second))
 	if *merge {
 		old, oldHeader, err := readTable(*bench)
@@ -358,7 +358,7 @@ func mergeLines(old, fresh []line, current func(line) bool) []line {
 	return out
 }
 
-// writeTargets sums the table up against the targets of DESIGN.md §10–11: every mutant caught in
+// writeTargets sums the table up against the targets of docs/design.md#evidence and docs/design.md#mutants: every mutant caught in
 // ≥ 19/20 of its runs in each scenario that must catch it, with a median TTD ≤ 3 s in each; every
 // real cell reproduced with evidence ok in ≥ 19/20 of its runs.
 func writeTargets(b *strings.Builder, lines []line) {
@@ -401,7 +401,7 @@ func writeTargets(b *strings.Builder, lines []line) {
 		}
 	}
 	slices.Sort(names)
-	fmt.Fprintf(b, "\n**Targets** (DESIGN.md §10–11, each cell ≥ 19/20 of its runs): real cells reproduced with evidence ok: %d of %d", realOK, realCells)
+	fmt.Fprintf(b, "\n**Targets** (docs/design.md#evidence and docs/design.md#mutants, each cell ≥ 19/20 of its runs): real cells reproduced with evidence ok: %d of %d", realOK, realCells)
 	if len(realMisses) > 0 {
 		fmt.Fprintf(b, " (not: %s)", strings.Join(realMisses, "; "))
 	}

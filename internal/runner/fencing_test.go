@@ -13,7 +13,7 @@ import (
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
-// TestFencingEndToEnd shows fencing's promise (DESIGN.md §6.4) against real servers: where a
+// TestFencingEndToEnd shows fencing's promise (docs/design.md#checks) against real servers: where a
 // paused or cut-off holder writes late, the resource rejects its stale fence and no update is
 // lost, even though exclusion broke. And where the service hands out a fence that does not go
 // forward (token+fence × failover: the promoted replica's counter is behind), the checker counts

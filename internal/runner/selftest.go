@@ -16,7 +16,7 @@ import (
 // SelftestPage is the selftest's matrix-like page in its output directory.
 const SelftestPage = "selftest.html"
 
-// SelftestCells plans `lockchaos selftest` (DESIGN.md §11): every scenario × the mutants it must
+// SelftestCells plans `lockchaos selftest` (docs/design.md#mutants): every scenario × the mutants it must
 // catch, and × its real algorithms — the seed algorithms and the real algorithms the mutants
 // break (token+watchdog, token+fence). A mutant cell expects its catch (Us, Uc or X); a real cell
 // its catalogue expectation. Cells without an expectation are left out; n/a cells are kept (they
@@ -70,7 +70,7 @@ type SelftestResult struct {
 	// not as expected (or without evidence), a run that hit a harness error — with its n/N and
 	// what each missed run gave.
 	Missed []string
-	// Uncaught lists the scenarios that name no mutant: they test nothing (DESIGN.md §11).
+	// Uncaught lists the scenarios that name no mutant: they test nothing (docs/design.md#mutants).
 	Uncaught []string
 	// Errors counts the runs that hit a harness error (each is also a miss of its cell).
 	Errors int
@@ -107,7 +107,7 @@ func (c SelftestCell) String() string {
 // Selftest runs every scenario of ss against its mutants and its real algorithms (SelftestCells),
 // each cell m.Runs times (default 1) with m's Parallel. There is no retry: a cell passes only when
 // every one of its runs matched (a mutant caught n/N times with n < N fails it, named with its
-// misses), as DESIGN.md §10 asks a cell to be deterministic. The page (selftest.html),
+// misses), as docs/design.md#evidence asks a cell to be deterministic. The page (selftest.html),
 // results.json and junit.xml are written into o.Out.
 func Selftest(ctx context.Context, ss []scenarios.Scenario, m Matrix, o Options, command string) (*SelftestResult, error) {
 	cells, algs, err := SelftestCells(ss)
@@ -151,7 +151,7 @@ func Selftest(ctx context.Context, ss []scenarios.Scenario, m Matrix, o Options,
 		_, match := reports.Judge(&c)
 		miss := describeMiss(c)
 		if match {
-			// One judge (DESIGN.md §10): the directory re-checked from its history alone, as
+			// One judge (docs/design.md#evidence): the directory re-checked from its history alone, as
 			// `lockchaos check DIR` does, must give the verdict the run gave.
 			if again := recheck(o.out(), c); again == "" {
 				t.Matched++

@@ -34,7 +34,7 @@ func TestSelftestPlan(t *testing.T) {
 		}
 	}
 	if mutants < 9 {
-		t.Errorf("%d mutant cells, want every mutant of DESIGN.md §11 caught somewhere", mutants)
+		t.Errorf("%d mutant cells, want every mutant of docs/design.md#mutants caught somewhere", mutants)
 	}
 	for _, s := range scenarios.All() {
 		if len(s.Catches) == 0 {

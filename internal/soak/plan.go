@@ -113,7 +113,7 @@ var templates = []faultTemplate{
 			Amount: between(rng, 0.1, 1, p.ttl), Jitter: faults.Duration(p.ttl / 10), For: between(rng, 1, 3, p.lease)}
 	}},
 	{name: "late-release", kind: "latency", wire: true, draw: func(rng *rand.Rand, at time.Duration, p sizes) faults.Spec {
-		// A release that reaches the server late (DESIGN.md §14): the request, or the reply a
+		// A release that reaches the server late (docs/design.md#wire-points): the request, or the reply a
 		// two-step release acts on, held until another client holds the lock.
 		w := &faults.Wire{Before: "*", Until: "cs:before-read"}
 		if rng.IntN(2) == 0 {

@@ -1,4 +1,4 @@
-// Package soak runs locks for minutes or hours under a seeded random mix of faults (DESIGN.md §16):
+// Package soak runs locks for minutes or hours under a seeded random mix of faults (docs/design.md#soak):
 // the schedule is drawn from the seed before any server starts and saved as a scenario file, the
 // history is checked as it is written (checker.Watch) and whole at the end (the verdict), and the
 // report sums the violations up by cause, with rates and availability. `lockchaos soak` calls
