@@ -1,10 +1,13 @@
 package process
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,5 +109,53 @@ func TestSetClockUnreachable(t *testing.T) {
 	}
 	if err := l2.SetClock(-time.Second, 1); !errors.Is(err, algorithms.ErrBroken) || !strings.Contains(err.Error(), "back") {
 		t.Errorf("SetClock(-1s): %v, want the client broken (a step back)", err)
+	}
+}
+
+// TestFaketimeMovesTheJVM: libfaketime, as Start preloads it, moves a JVM's
+// System.currentTimeMillis() and System.nanoTime() when the clock file changes mid-run.
+func TestFaketimeMovesTheJVM(t *testing.T) {
+	lib := FaketimeLib()
+	java, err := exec.LookPath("java")
+	if lib == "" || err != nil {
+		testenv.Missing(t, testenv.RequireServers, "libfaketime or java is not installed (make deps)")
+	}
+	f, err := newFaketime(lib, t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := filepath.Abs(filepath.Join("testdata", "Clock.java"))
+	cmd := exec.Command(java, src) // the JDK's single-file source launcher
+	cmd.Env = f.env(os.Environ())
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	out := bufio.NewScanner(stdout)
+	read := func() (wall, nano int64) {
+		t.Helper()
+		if _, err := io.WriteString(stdin, "\n"); err != nil {
+			t.Fatal(err)
+		}
+		if !out.Scan() {
+			t.Fatalf("the JVM answered nothing: %v", out.Err())
+		}
+		if _, err := fmt.Sscanf(out.Text(), "%d %d", &wall, &nano); err != nil {
+			t.Fatalf("%q: %v", out.Text(), err)
+		}
+		return wall, nano
+	}
+	w0, n0 := read()
+	if err := f.write(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	w1, n1 := read()
+	if d := w1 - time.Now().UnixMilli(); d < 29000 || d > 31000 {
+		t.Errorf("currentTimeMillis is %d ms ahead of the real clock after +30s, want about 30000 (first reading %d)", d, w0)
+	}
+	if d := n1 - n0; d < 30000 {
+		t.Errorf("nanoTime moved %d ms, want at least 30000 (libfaketime moves it too)", d)
 	}
 }
