@@ -75,6 +75,10 @@ func TestSetClockMovesTheProcess(t *testing.T) {
 	if w2, _ := clockOf(t, l); w2-float64(time.Now().UnixNano())/1e9 < skew.Seconds()-1 {
 		t.Errorf("after the heal the process's clock stepped back (%.3f s ahead), want it left %v ahead", w2-float64(time.Now().UnixNano())/1e9, skew)
 	}
+	if log, _ := os.ReadFile(filepath.Join(cfg.Dir, "client-3.stderr")); !strings.Contains(string(log), "clock moved to 30s ahead") ||
+		!strings.Contains(string(log), "stays 30s ahead") {
+		t.Errorf("client-3.stderr %q: want the harness's lines on the move and on the heal that left it", log)
+	}
 	if err := l.SetClock(time.Minute, 2); !errors.Is(err, algorithms.ErrBroken) || !strings.Contains(err.Error(), "rate") {
 		t.Errorf("SetClock at rate 2: %v, want the client broken, naming the rate", err)
 	}
