@@ -25,6 +25,10 @@ type Info struct {
 	// FenceUnchecked, on a Fenced algorithm, tells the harness to run its resource without the
 	// fence check (the fence-unchecked mutant: the tokens are real, nobody looks at them).
 	FenceUnchecked bool
+	// Renews, when set, is the period at which the lock renews its lease in the background (a
+	// watchdog, a heartbeat, a keepalive): faults sized to outlast the lease outlast it by one
+	// renewal period more (faults.Size's "renewal", DESIGN.md §18). 0: no background renewal.
+	Renews time.Duration
 	// Mutant, when set, marks a mutant (DESIGN.md §11): the name of the real algorithm it breaks.
 	// Mutants are hidden from Names and All (so from `list` and the default matrix), listed by
 	// Mutants, and found by Lookup.

@@ -45,6 +45,8 @@ type client struct {
 	rec    *recorder
 	res    *resource
 	w      Workload
+	// leases hears of every lease the client is granted: faults are sized against the longest.
+	leases *leaseSeen
 	// fatal ends the run with err (a client that broke its protocol).
 	fatal func(err error)
 }
@@ -91,6 +93,9 @@ func (c *client) once(ctx context.Context) error {
 			sleep(ctx, 5*time.Millisecond)
 		}
 		return nil
+	}
+	if c.leases != nil && lease.TTL > 0 {
+		c.leases.saw(lease.TTL)
 	}
 	ttl := int64(lease.TTL)
 	if ttl == 0 && lease.NoExpiry {

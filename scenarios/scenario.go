@@ -441,3 +441,21 @@ func order(name string) string {
 }
 
 func ms(n int) Duration { return Duration(time.Duration(n) * time.Millisecond) }
+
+// fixed is n ms as a fault's size, whatever the lock's lease: a wait or a timing of the scenario's
+// own, or a size measured against a session rather than a lease.
+func fixed(n int) faults.Size { return faults.Fixed(time.Duration(n) * time.Millisecond) }
+
+// leases is n leases of the lock under test plus plus ms (DESIGN.md §18), resolved when the fault
+// fires: at the catalogue's 500 ms lease, n×500+plus ms, and longer for a lock that holds longer.
+func leases(n float64, plus int) faults.Size {
+	return faults.Leases(n, time.Duration(plus)*time.Millisecond)
+}
+
+// outlast is n leases and one renewal period of the lock under test, plus plus ms: the length of
+// a fault that must outlast the lease however a background renewal extended it (DESIGN.md §18).
+func outlast(n float64, plus int) faults.Size {
+	z := leases(n, plus)
+	z.Renewals = 1
+	return z
+}
