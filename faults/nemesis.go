@@ -54,7 +54,11 @@ type Nemesis struct {
 	untils  []*untilWait  // blocking faults waiting for another client's point (Spec.Until)
 	// aims are the occurrences in force that must bring something about (reach their until
 	// point, outlast the lease), by id: their end line says what they missed (history.Event.Missed).
-	aims   map[int64]*aim
+	aims map[int64]*aim
+	// held counts, by client, the occurrences holding it now (stopped at a point, crashed, a
+	// command of its held on the wire); heldAt is when one last let it go (HeldSince).
+	held   map[int]int
+	heldAt map[int]time.Time
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
 }
@@ -86,7 +90,8 @@ type Planned struct {
 // New validates specs and plans the timed faults.
 func New(env Env, specs []Spec, opt Options) (*Nemesis, error) {
 	n := &Nemesis{env: env, opt: opt, healing: map[int64]Heal{}, stop: make(chan struct{}),
-		timed: map[int64]time.Time{}, left: make(chan struct{}), aims: map[int64]*aim{}}
+		timed: map[int64]time.Time{}, left: make(chan struct{}), aims: map[int64]*aim{},
+		held: map[int]int{}, heldAt: map[int]time.Time{}}
 	for i, s := range specs {
 		if err := s.Validate(); err != nil {
 			return nil, fmt.Errorf("fault %d: %w", i+1, err)
@@ -266,13 +271,16 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 	}
 	lasting := spec.For.D() + extra
 	if isBlocker(r.kind) {
+		n.hold(trigger, +1)
 		if f, ok := r.kind.(Forever); ok && f.Forever() {
 			// A crash never ends: no end line is written, so the checker sees a client that died
 			// for good, and its links stay cut until the cluster is closed. Restoring them would
 			// revive what a dead process cannot (a ZooKeeper session its library still holds).
+			// It stays held.
 			<-ctx.Done()
 			return ErrCrashed
 		}
+		defer n.hold(trigger, -1)
 		// A stopped process does not see its deadlines pass: the pause lasts its full time even
 		// when the caller's ctx (an acquire's timeout) ends meanwhile, and only HealAll cuts it.
 		// The caller then finds its ctx ended, as a process finds after it wakes.
@@ -300,6 +308,28 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 		n.healAtUntil(id, spec, trigger)
 	}
 	return nil
+}
+
+// hold counts one more (d = +1) or one fewer (-1) occurrence holding client c.
+func (n *Nemesis) hold(c int, d int) {
+	if c == 0 {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.held[c] += d
+	if d < 0 {
+		n.heldAt[c] = time.Now()
+	}
+}
+
+// HeldSince reports whether a fault held client c — stopped it at a point, crashed it, held a
+// command of its on the wire — at any moment since t: what it did not answer meanwhile was the
+// fault's doing, not the client's.
+func (n *Nemesis) HeldSince(c int, t time.Time) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.held[c] > 0 || n.heldAt[c].After(t)
 }
 
 // sized is s resolved against the lock's lease and renewal period as the run knows them now.

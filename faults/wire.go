@@ -272,6 +272,7 @@ func (n *Nemesis) onWire(ctx context.Context, r *rule, e cluster.WireEvent) clus
 	o := &wireOccurrence{id: n.nextID.Add(1), trigger: e.Client, until: r.spec.Wire.Until, gate: make(chan struct{})}
 	w.active[e.Client] = o
 	w.mu.Unlock()
+	n.hold(e.Client, +1)
 
 	spec := n.sized(r.spec)
 	t, err := resolve(ctx, n.env, spec, e.Client, 0)
@@ -313,6 +314,7 @@ func (n *Nemesis) onWire(ctx context.Context, r *rule, e cluster.WireEvent) clus
 				}
 				w.mu.Unlock()
 				o.open()
+				n.hold(o.trigger, -1)
 				return herr
 			}
 		}

@@ -214,7 +214,10 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 			rec.write(history.Event{Type: history.TypeStop, Name: verdict, Detail: why}, true)
 			res.Stopped = verdict + ": " + why
 		}
-		verdict, why := rec.decider.wait(runCtx, phase.Add(cfg.Duration))
+		late := func() string {
+			return overdue(clients, nem.HeldSince, time.Now(), rec.since)
+		}
+		verdict, why := rec.decider.wait(runCtx, phase.Add(cfg.Duration), late)
 		if verdict != "" {
 			stop(verdict, why)
 			nem.StopEarly()
@@ -225,7 +228,7 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 		nem.RecordUnfired()
 		_ = rec.w.Sync()
 		if verdict == "" {
-			if verdict, why = rec.decider.wait(runCtx, phase.Add(cfg.Duration+cfg.Tail)); verdict != "" {
+			if verdict, why = rec.decider.wait(runCtx, phase.Add(cfg.Duration+cfg.Tail), late); verdict != "" {
 				stop(verdict, why)
 			}
 		}
@@ -234,7 +237,14 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 		}
 	}
 	stopClients()
-	wg.Wait()
+	if !waitFor(&wg, answerGrace) {
+		// A client still in a call of its Locker that long after the run ended stopped
+		// answering: the run proves nothing of it (its goroutine is left to the process's end).
+		if err := notAnswering(rec, clients, rec.since); err != nil {
+			return err
+		}
+		wg.Wait()
+	}
 	if panicked != nil {
 		return panicked
 	}
@@ -242,6 +252,23 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 		return err
 	}
 	return nil
+}
+
+// waitFor waits for wg at most d; it reports whether wg was done.
+func waitFor(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // plannedFaults is the meta line's record of the scenario's faults.
