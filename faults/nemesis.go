@@ -59,8 +59,11 @@ type Nemesis struct {
 	// command of its held on the wire); heldAt is when one last let it go (HeldSince).
 	held   map[int]int
 	heldAt map[int]time.Time
-	wg     sync.WaitGroup
-	cancel context.CancelFunc
+	// crashed are the clients a client-crash at a wire point killed: they never run another
+	// step (Crashed; their points return ErrCrashed).
+	crashed map[int]bool
+	wg      sync.WaitGroup
+	cancel  context.CancelFunc
 }
 
 type rule struct {
@@ -91,7 +94,7 @@ type Planned struct {
 func New(env Env, specs []Spec, opt Options) (*Nemesis, error) {
 	n := &Nemesis{env: env, opt: opt, healing: map[int64]Heal{}, stop: make(chan struct{}),
 		timed: map[int64]time.Time{}, left: make(chan struct{}), aims: map[int64]*aim{},
-		held: map[int]int{}, heldAt: map[int]time.Time{}}
+		held: map[int]int{}, heldAt: map[int]time.Time{}, crashed: map[int]bool{}}
 	for i, s := range specs {
 		if err := s.Validate(); err != nil {
 			return nil, fmt.Errorf("fault %d: %w", i+1, err)
@@ -188,6 +191,9 @@ func (n *Nemesis) Start(ctx context.Context) error {
 // name, and holds the client there while a blocking fault lasts. It returns ErrCrashed to a crashed
 // client once ctx ends, ctx's error when ctx ended during a pause, and nil otherwise.
 func (n *Nemesis) Point(ctx context.Context, c int, name string) error {
+	if n.Crashed(c) {
+		return ErrCrashed // dead since a reply reached it: no step of its own any more
+	}
 	n.reachedUntil(c, name)
 	n.wireArm(c, name)
 	// Every rule this occurrence triggers is claimed before the first is injected: two faults
@@ -321,6 +327,25 @@ func (n *Nemesis) hold(c int, d int) {
 	if d < 0 {
 		n.heldAt[c] = time.Now()
 	}
+}
+
+// crash marks client c dead for good (a client-crash at a wire point): held, and Crashed.
+func (n *Nemesis) crash(c int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.crashed[c] {
+		n.crashed[c] = true
+		n.held[c]++
+	}
+}
+
+// Crashed reports whether a client-crash at a wire point killed client c: the harness runs no
+// further step of it and records nothing more of it (its call under way stays open, as a dead
+// process leaves it), whatever its Locker returns.
+func (n *Nemesis) Crashed(c int) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.crashed[c]
 }
 
 // HeldSince reports whether a fault held client c — stopped it at a point, crashed it, held a

@@ -9,6 +9,7 @@ import (
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/cluster/wire"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // Wire aims a fault at one of the lock's own commands as it crosses the client's link (DESIGN.md
@@ -111,6 +112,16 @@ func (clientPause) atWire(_ context.Context, env Env, t Target) (Heal, error) {
 	return pauseProcesses(env, t.Clients)
 }
 
+// client-crash at a wire point: the client dies as the matched message reaches it (DESIGN.md §18)
+// — between two commands of any lock, SETNX and its EXPIRE. Its links are cut and a client in a
+// process of its own is killed (SIGKILL) before the message goes on; a client in the harness's
+// process never runs another step (Nemesis.Crashed). It never ends: no bound, no end line.
+func (clientCrash) wireBound(Spec) Size      { return Size{} }
+func (clientCrash) stopsFirst(Env, int) bool { return true }
+func (k clientCrash) atWire(ctx context.Context, env Env, t Target) (Heal, error) {
+	return k.Inject(ctx, env, t)
+}
+
 func (w *Wire) validate(s Spec) error {
 	if (w.Before == "") == (w.AfterReply == "") {
 		return fmt.Errorf("fault %s: wire needs exactly one of before (a request) or after-reply (a reply), e.g. wire: {before: DEL}", s.Kind)
@@ -125,7 +136,7 @@ func (w *Wire) validate(s Spec) error {
 	if !ok {
 		return fmt.Errorf("fault %s cannot act at a wire point (use one of %s)", s.Kind, strings.Join(wireKindNames(), ", "))
 	}
-	if !a.wireBound(s).positive() {
+	if f, forever := a.(Forever); (!forever || !f.Forever()) && !a.wireBound(s).positive() {
 		return fmt.Errorf("fault %s at a wire point: how long the command is held at most must be > 0 (for; amount for latency)", s.Kind)
 	}
 	return nil
@@ -294,6 +305,19 @@ func (n *Nemesis) onWire(ctx context.Context, r *rule, e cluster.WireEvent) clus
 			r.begin()
 			heal, err = actor.atWire(ctx, n.env, t)
 		}
+		if f, ok := r.kind.(Forever); ok && f.Forever() {
+			// A crash: the client is dead before the message reaches it, and stays so; its
+			// links stay cut (no heal, no end line), as a crash at a point leaves them.
+			if err == nil {
+				n.crash(e.Client)
+			}
+			close(inPlace)
+			n.started(r, o.id, t, detail, began, begun, err)
+			if err != nil {
+				n.record(history.Event{Phase: history.PhaseEnd, Fault: o.id, Error: errString(err)})
+			}
+			return
+		}
 		close(inPlace)
 		if err == nil {
 			n.aim(o.id, r.spec, o.until)
@@ -372,6 +396,9 @@ func wireDetail(s Spec, e cluster.WireEvent) string {
 		what = "the reply " + e.Msg.Text + " to " + e.Req.Text
 	}
 	act := "held " + what
+	if f, ok := kinds[s.Kind].(Forever); ok && f.Forever() {
+		return fmt.Sprintf("on %s: crashed the client as %s reached it", e.Node, what)
+	}
 	if d, ok := kinds[s.Kind].(Describer); ok {
 		act += " (" + d.Describe(Target{Spec: s}) + ")"
 	}

@@ -230,6 +230,8 @@ func TestUntilValidated(t *testing.T) {
 		{faults.Spec{Kind: "refuse", Point: "cs:acquired", For: sz(time.Second), Until: "cs:before-read", AtLeast: sz(time.Second)}, "must be shorter than for"},
 		{faults.Spec{Kind: "client-stall", Point: "cs:acquired", For: sz(time.Second), Until: "acquire:after-set"}, "must be a harness point"},
 		{faults.Spec{Kind: "restart", Nodes: "master", Wire: &faults.Wire{Before: "DEL"}}, "cannot act at a wire point"},
+		{faults.Spec{Kind: "client-crash", Wire: &faults.Wire{AfterReply: "SETNX"}}, ""}, // a crash needs no bound
+		{faults.Spec{Kind: "client-pause", Wire: &faults.Wire{AfterReply: "SETNX"}}, "must be > 0"},
 		{faults.Spec{Kind: "latency", Amount: sz(time.Second), Wire: &faults.Wire{}}, "exactly one of before"},
 		{faults.Spec{Kind: "latency", Amount: sz(time.Second), Wire: &faults.Wire{Before: "DEL", OK: new(bool)}}, "only meaningful with after-reply"},
 	} {

@@ -46,6 +46,9 @@ type client struct {
 	rec    *recorder
 	res    *resource
 	w      Workload
+	// crashed reports whether a fault killed the client as a reply reached it (a client-crash at a
+	// wire point): it runs no further step and records nothing more.
+	crashed func() bool
 	// calls is the call of the Locker the client is in, for the run to see one overdue.
 	calls calls
 	// leases hears of every lease the client is granted: faults are sized against the longest.
@@ -84,6 +87,9 @@ func (c *client) once(ctx context.Context) error {
 	lease, err := c.locker.Acquire(actx)
 	answered()
 	cancel()
+	if c.dead() {
+		return errStop // died in the call: its acquire stays open, as a dead process leaves it
+	}
 	if err != nil {
 		if c.broken(acq, err) { // first: a broken client is reported even when the run is ending
 			return errStop
@@ -119,6 +125,9 @@ func (c *client) once(ctx context.Context) error {
 	err = c.locker.Release(rctx, lease)
 	answered()
 	cancel()
+	if c.dead() {
+		return errStop
+	}
 	switch {
 	case err == nil:
 		c.rec.complete(rel, history.TypeOk, history.Event{})
@@ -179,6 +188,9 @@ func (c *client) criticalSection(ctx context.Context, acq int64, start time.Time
 func expired(clock algorithms.Clock, start time.Time, lease algorithms.Lease) bool {
 	return lease.Validity > 0 && clock.Now().Sub(start) >= lease.Validity
 }
+
+// dead reports whether a fault killed the client during its last call (crashed).
+func (c *client) dead() bool { return c.crashed != nil && c.crashed() }
 
 // valid asks a Locker that can tell (algorithms.Validator: a renewing watchdog, a session)
 // whether the lease is still held; a Locker that cannot is trusted by its Validity alone.

@@ -319,7 +319,7 @@ func newClients(cfg Config, info algorithms.Info, cl cluster.Cluster, env *env, 
 		}
 		clients[i] = &client{id: id, lock: acfg.Name, locker: locker, clock: acfg.Clock, point: acfg.Point,
 			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(1000+id))), rec: rec,
-			res: shared, w: cfg.Workload, leases: &env.leases}
+			res: shared, w: cfg.Workload, leases: &env.leases, crashed: func() bool { return nem.Crashed(id) }}
 	}
 	for _, c := range clients {
 		if s, ok := c.locker.(algorithms.Starter); ok {

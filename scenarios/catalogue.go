@@ -53,6 +53,41 @@ func BareMajority(hit faults.Spec, clients int, wait faults.Size) []faults.Spec 
 		faults.Spec{Kind: "client-stall", Point: hit.Point, Client: 1, Until: "cs:before-read", For: wait})
 }
 
+// The faults of partition, latency and slow-release, which variants reuse.
+var (
+	partition = []faults.Spec{
+		{Kind: "partition", Point: "cs:acquired", Clients: "trigger", AtLeast: outlast(2, 300),
+			Until: "cs:before-read", For: outlast(3, 300)},
+		{Kind: "client-stall", Point: "cs:acquired", For: outlast(1, 300)},
+	}
+	latency = []faults.Spec{{Kind: "latency", Point: "cs:before-acquire", Skip: 6, Amount: leases(1, 300),
+		Wire: &faults.Wire{AfterReply: "*", OK: &succeeded, Until: "cs:before-read"}}}
+	slowRelease = []faults.Spec{
+		{Kind: "latency", Point: "cs:before-release", Skip: 3, Amount: leases(3, 0),
+			Wire: &faults.Wire{Before: "*", Until: "cs:before-read"}},
+		{Kind: "latency", Point: "cs:before-release", Skip: 6, Times: 3, Amount: leases(3, 0),
+			Wire: &faults.Wire{AfterReply: "*", Until: "cs:before-read"}},
+	}
+)
+
+// heldFor returns specs without their until points: each fault lasts its cap (For, or a wire
+// latency's Amount). For a lock that nobody can take over while the fault holds its holder (no
+// expiry, a session the fault keeps), an until could never happen, and a run that waited for one
+// would prove nothing (DESIGN.md §18); the fixed fault says what it does.
+func heldFor(specs []faults.Spec) []faults.Spec {
+	out := make([]faults.Spec, len(specs))
+	for i, s := range specs {
+		s.Until, s.AtLeast = "", faults.Size{}
+		if s.Wire != nil {
+			w := *s.Wire
+			w.Until = ""
+			s.Wire = &w
+		}
+		out[i] = s
+	}
+	return out
+}
+
 // The catalogue is registered during package-variable initialization, before any init function,
 // so files that add expectations (Expect) from their init may have any name.
 var _ = registerCatalogue()
@@ -65,12 +100,21 @@ func registerCatalogue() bool {
 		Expect:   all("S"),
 	})
 	register(Scenario{
-		Name:       "client-crash",
-		Summary:    "The first holder crashes right after acquiring (setnx-expire: between SETNX and EXPIRE) and never releases.",
+		Name: "client-crash",
+		Summary: "The first client whose command succeeds dies as that reply reaches it (between SETNX and its EXPIRE, " +
+			"for a lock that takes two commands), and the next holder crashes right after acquiring; neither releases.",
 		Reproduces: "seed 002 problem 1: a lock without expiry is never deleted when its holder dies",
-		Needs:      "a crash at cs:acquired (acquire:after-setnx for setnx-expire)",
-		Workload:   std.merge(Workload{StuckAfter: ms(1500)}),
-		Faults:     []faults.Spec{{Kind: "client-crash", Point: "cs:acquired"}},
+		Needs:      "a crash at the first successful reply on the wire and at cs:acquired (acquire:after-setnx for setnx-expire)",
+		// The wire crash reaches any lock whose links are parsed (Redis, ZooKeeper), in any
+		// language and marking no point (DESIGN.md §18): the client dies as the first reply that
+		// took effect reaches it — after a SETNX, before the PEXPIRE a two-command lock sends next,
+		// so its key stays for good; after a SET NX PX, a lease that expires. cs:acquired then
+		// crashes a holder of the whole lock, as a process dies between two steps of its work.
+		Workload: std.merge(Workload{StuckAfter: ms(1500)}),
+		Faults: []faults.Spec{
+			{Kind: "client-crash", Wire: &faults.Wire{AfterReply: "*", OK: &succeeded}},
+			{Kind: "client-crash", Point: "cs:acquired"},
+		},
 		Variants: map[string]Variant{
 			"setnx-expire": {Faults: []faults.Spec{{Kind: "client-crash", Point: "acquire:after-setnx"}}},
 		},
@@ -139,17 +183,15 @@ func registerCatalogue() bool {
 		// keep the lock held nearly all the time; the request timeout (3×TTL) keeps the releasing
 		// client waiting for its held reply rather than closing the connection.
 		Workload: std.merge(Workload{Hold: ms(150), Duration: ms(3000), OpTimeout: ms(3 * ttl), ReleaseTimeout: ms(3000)}),
-		Faults: []faults.Spec{
-			{Kind: "latency", Point: "cs:before-release", Skip: 3, Amount: leases(3, 0),
-				Wire: &faults.Wire{Before: "*", Until: "cs:before-read"}},
-			{Kind: "latency", Point: "cs:before-release", Skip: 6, Times: 3, Amount: leases(3, 0),
-				Wire: &faults.Wire{AfterReply: "*", Until: "cs:before-read"}},
-		},
+		Faults:   slowRelease,
 		Variants: map[string]Variant{
 			// Nobody takes a ZooKeeper lock over while its holder's znode stands, so the first
 			// fault holds the held delete its whole 1.5 s, and a loaded run then reached only 5
 			// of the 7 releases before its end (1 of 20 runs at --parallel 2, 5 of 20 at 4).
 			"zookeeper": {Workload: Workload{Duration: ms(4500)}},
+			// setnx's key never expires: nobody takes it over while its DEL is held, and the
+			// first fault holds it its whole cap, as it always did.
+			"setnx": {Faults: append(heldFor(slowRelease[:1]), slowRelease[1:]...)},
 		},
 		Expect: expect("S: no expiry, the DEL is the holder's own", "Us", "Us", "Us: the GET's late reply leads its DEL to the new holder's key", "S", "S", "S"),
 	})
@@ -244,11 +286,7 @@ func registerCatalogue() bool {
 		// its write. Any lock reaches both faults: they are the harness's own points. Holds of
 		// 150 ms keep the lock held nearly all the time.
 		Workload: std.merge(Workload{Hold: ms(150), AcquireTimeout: ms(4000), StuckAfter: ms(1500), Duration: ms(2500), Tail: ms(1000)}),
-		Faults: []faults.Spec{
-			{Kind: "partition", Point: "cs:acquired", Clients: "trigger", AtLeast: outlast(2, 300),
-				Until: "cs:before-read", For: outlast(3, 300)},
-			{Kind: "client-stall", Point: "cs:acquired", For: outlast(1, 300)},
-		},
+		Faults:   partition,
 		Variants: map[string]Variant{
 			// A ZooKeeper lock has no validity of its own: the holder believes it until its client
 			// is told the session expired (the recipe's Valid, Curator's LOST). The caveat is a
@@ -263,7 +301,10 @@ func registerCatalogue() bool {
 			// the danger window — no contended grant, unknown (a selftest of make test, and 1 to
 			// 3 in 5 matrices at --parallel 6). A think time of 30 ms after each release lets
 			// a waiter in at the holder's first release after the heal.
-			"setnx": {Workload: Workload{Think: ms(30)}},
+			// The lock never expires, so nobody takes it over while its holder is cut off: the
+			// partition lasts its whole cap, as it always did, and says so rather than wait for
+			// a takeover that cannot come (DESIGN.md §18: an until that never happened).
+			"setnx": {Workload: Workload{Think: ms(30)}, Faults: heldFor(partition)},
 		},
 		// setnx: its DEL, held in the partition, arrives at the heal and frees the lock (stuck while
 		// the partition dropped it). setnx-expire and setnx-px: the plain DEL arrives after the key
@@ -290,8 +331,7 @@ func registerCatalogue() bool {
 		// a lock without expiry (setnx) is never taken over, and a reply held past its client's
 		// timeout would leave its key set for good — a lost reply, not a slow one.
 		Workload: std.merge(Workload{OpTimeout: ms(2 * ttl), Hold: ms(150), Think: ms(30), AcquireTimeout: ms(4000)}),
-		Faults: []faults.Spec{{Kind: "latency", Point: "cs:before-acquire", Skip: 6, Amount: leases(1, 300),
-			Wire: &faults.Wire{AfterReply: "*", OK: &succeeded, Until: "cs:before-read"}}},
+		Faults:   latency,
 		Variants: map[string]Variant{
 			// A quorum lock asks its nodes in parallel: every reply that wins a node is held (Each),
 			// so the majority comes after the lease ran out — for a lock whose request timeout
@@ -317,6 +357,11 @@ func registerCatalogue() bool {
 			// and holding a reply holds that connection's heartbeats (client-pause and partition
 			// reach that). Latency on a minority of the ensemble shows the quorum carries on.
 			"zookeeper": {Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: fixed(1500), Nodes: "minority", Amount: fixed(ttl/2 + 50)}}},
+			// No takeover can come while the winning reply is held: setnx's key never expires,
+			// and setnx-expire's EXPIRE waits behind the held SETNX reply. The reply is held its
+			// whole cap, as it always was.
+			"setnx":        {Faults: heldFor(latency)},
+			"setnx-expire": {Faults: heldFor(latency)},
 		},
 		// setnx-px: its plain DEL, sent after the late reply told it its lease had run out, removes
 		// the key of the client granted meanwhile: an illegal grant follows, and the overlap it

@@ -35,6 +35,7 @@ func init() {
 		vary("slow-release", alg, Variant{Faults: []faults.Spec{{Kind: "slow-release", Point: "cs:before-release", Skip: 3,
 			Amount: fixed(2*500 + 300), For: fixed(3 * 500)}}})
 		vary("latency", alg, Variant{Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: fixed(1500), Nodes: "minority", Amount: fixed(500/2 + 50)}}})
+		vary("client-crash", alg, Variant{Faults: []faults.Spec{{Kind: "client-crash", Point: "cs:acquired"}}})
 	}
 	Expect("etcd", map[string]string{
 		"baseline":     "S",

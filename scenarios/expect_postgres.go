@@ -96,6 +96,14 @@ func init() {
 	// both times: one client, nothing contended, unknown. 6 s runs have four or five.
 	vary("server-idle-timeout", "pg-lease", Variant{Workload: Workload{TTL: ms(2000), Duration: ms(6000)}})
 	vary("latency", "sql", Variant{Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: fixed(1500), Nodes: "master", Amount: fixed(ttl/2 + 50)}}})
+	// SQL links are not parsed (DESIGN.md §14): the crash is the harness's own point's.
+	vary("client-crash", "sql", Variant{Faults: []faults.Spec{{Kind: "client-crash", Point: "cs:acquired"}}})
+	// A session lock outlives the partition (the server keeps the cut-off holder's session), so
+	// nobody takes it over meanwhile: the partition lasts its whole cap, as it always did, rather
+	// than wait for a takeover that cannot come (DESIGN.md §18).
+	for _, a := range []string{"pg-advisory", "pg-advisory-xact", "mysql-get-lock"} {
+		vary("partition", a, Variant{Faults: heldFor(partition)})
+	}
 
 	// Every other registered algorithm runs on servers without sessions the harness can end.
 	for _, a := range algorithms.Names() {
