@@ -34,7 +34,7 @@ func (clientPause) Blocks() bool                        { return true }
 func (clientPause) needsPoint()                         {}
 func (clientPause) targetsClients()                     {}
 func (clientPause) validate(s Spec) error {
-	if s.For <= 0 {
+	if !s.For.positive() {
 		return errors.New("fault client-pause: for must be > 0 (e.g. for: 1.2s, more than the TTL)")
 	}
 	return nil
@@ -91,7 +91,7 @@ func (clientStall) Blocks() bool                        { return true }
 func (clientStall) needsPoint()                         {}
 func (clientStall) targetsClients()                     {}
 func (clientStall) validate(s Spec) error {
-	if s.For <= 0 {
+	if !s.For.positive() {
 		return errors.New("fault client-stall: for must be > 0 (e.g. for: 800ms, more than the TTL)")
 	}
 	return nil
@@ -178,7 +178,7 @@ func (clockSkew) targetsClients()                     {}
 func (clockSkew) Describe(t Target) string { return fmt.Sprintf("clock offset %s", t.Amount) }
 
 func (clockSkew) validate(s Spec) error {
-	if s.Amount == 0 {
+	if s.Amount.IsZero() {
 		return errors.New("fault clock-skew: amount must be set (e.g. amount: 2s ahead, -2s behind)")
 	}
 	return nil
@@ -210,7 +210,7 @@ func (slowRelease) Describe(t Target) string {
 }
 
 func (slowRelease) validate(s Spec) error {
-	if s.Amount <= 0 {
+	if !s.Amount.positive() {
 		return errors.New("fault slow-release: amount must be > 0 (the delay, more than the TTL)")
 	}
 	return nil

@@ -54,7 +54,7 @@ func (clockJump) Name() string { return "clock-jump" }
 func (clockJump) Describe(t Target) string { return fmt.Sprintf("server clock jumps +%s", t.Amount) }
 
 func (clockJump) validate(s Spec) error {
-	if s.Amount <= 0 {
+	if !s.Amount.positive() {
 		return errors.New("fault clock-jump: amount must be > 0 (the jump, e.g. amount: 2s, at least the TTL)")
 	}
 	if s.Nodes == "" {

@@ -40,7 +40,7 @@ func (failover) needs(Spec) []cluster.Control {
 }
 
 func (restart) needs(s Spec) []cluster.Control {
-	if s.For > 0 {
+	if !s.For.IsZero() {
 		return []cluster.Control{cluster.ControlKill, cluster.ControlRestart}
 	}
 	return []cluster.Control{cluster.ControlRestart}

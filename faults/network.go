@@ -42,7 +42,7 @@ func (latency) Describe(t Target) string {
 }
 
 func (latency) validate(s Spec) error {
-	if s.Amount <= 0 {
+	if !s.Amount.positive() {
 		return errors.New("fault latency: amount must be > 0 (e.g. amount: 300ms)")
 	}
 	return nil

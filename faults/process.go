@@ -55,13 +55,13 @@ func (restart) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
 	}
 	var errs []error
 	for _, n := range t.Nodes {
-		if t.For > 0 {
+		if t.For.D() > 0 {
 			errs = append(errs, env.Cluster().Kill(ctx, n))
 		} else {
 			errs = append(errs, env.Cluster().Restart(ctx, n))
 		}
 	}
-	if t.For == 0 {
+	if t.For.D() == 0 {
 		return nil, errors.Join(errs...)
 	}
 	return func(ctx context.Context) error {
