@@ -67,3 +67,20 @@ func TestWireRefinementLeftOut(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnTopologyVariants: a lock whose first topology is redis-cluster (a process client's
+// manifest, a user's lock) takes the "@redis-cluster" variants there, as a built-in run there with
+// --topology does: node-kill's longer stuck limit.
+func TestOwnTopologyVariants(t *testing.T) {
+	mine, err := must("node-kill").CellFor(algorithms.Info{Name: "mine", Topologies: []string{"redis-cluster"}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := must("node-kill").CellOn("token", "redis-cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mine.Workload.StuckAfter != token.Workload.StuckAfter || mine.Workload.Duration != token.Workload.Duration {
+		t.Errorf("a lock of redis-cluster's own × node-kill: workload %+v, token there %+v", mine.Workload, token.Workload)
+	}
+}

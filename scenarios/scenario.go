@@ -3,6 +3,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -184,13 +185,14 @@ func (s Scenario) CellFor(lock algorithms.Info, topology string) (Cell, error) {
 	if mutant {
 		keys = append(keys, algorithm) // a variant of the mutant's own wins
 	}
-	natural := ""
-	if topology != "" {
-		natural = s.naturalTopology(keys, lock)
-		keys = append(keys, "@"+topology, real+"@"+topology)
-		if mutant {
-			keys = append(keys, algorithm+"@"+topology)
-		}
+	// The variants of the topology the cell runs on apply after the others, whether it was chosen
+	// or is the lock's own: a process client or a user's lock whose first topology is
+	// redis-cluster takes its "@redis-cluster" variants as a built-in run there does.
+	natural := s.naturalTopology(keys, lock)
+	on := cmp.Or(topology, natural)
+	keys = append(keys, "@"+on, real+"@"+on)
+	if mutant {
+		keys = append(keys, algorithm+"@"+on)
 	}
 	for _, key := range keys {
 		if v, ok := s.Variants[key]; ok {
