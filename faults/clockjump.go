@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockchaos/lockchaos/cluster"
 	"time"
+
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -111,3 +113,6 @@ func nodeAddr(env Env, name string) string {
 	}
 	return ""
 }
+
+// A server clock jump (emulated on the keys' TTLs) acts on the server's state.
+func (clockJump) Meaning(t Target) history.FaultMeaning { return t.on(history.ActsOnServers, false) }
