@@ -23,6 +23,10 @@ type PlannedFault struct {
 	Times int `json:"times"`
 	// Reason says why a fault that did not fire never did.
 	Reason string `json:"reason,omitempty"`
+	// Missed says, for a fault that fired, what none of its occurrences brought about
+	// (docs/design.md#faults-sized-to-the-lease): the until point no other client reached before
+	// its cap, or a length past the lease it was sized to outlast. Such a fault put nothing at risk: its evidence is missing.
+	Missed string `json:"missed,omitempty"`
 	// ActsOn and Lasting are what the fault's kind declares its occurrences do
 	// (history.FaultMeaning): the reports decide from them, never from Kind.
 	ActsOn  string `json:"acts_on,omitempty"`
@@ -138,6 +142,11 @@ func (r *run) evidence(res *Result, unfired []history.UnfiredFault, granted map[
 			return fmt.Sprintf("fault %d (%s) never fired: %s", p.Rule, p.Kind, p.Reason)
 		}
 	}
+	for _, p := range planned {
+		if p.Missed != "" && !p.Setup {
+			return fmt.Sprintf("fault %d (%s) never made the moment it aims at: %s", p.Rule, p.Kind, p.Missed)
+		}
+	}
 	switch {
 	case res.WritesOk+res.WritesRejected == 0:
 		return "no client wrote the resource: nothing could have been lost"
@@ -167,12 +176,22 @@ func (r *run) plannedFaults(occ []occurrence, unfired []history.UnfiredFault) []
 	for i, f := range r.meta.Faults {
 		m := f.Meaning()
 		p := PlannedFault{Rule: i + 1, Kind: f.Kind, Point: f.Point, Setup: f.Setup, ActsOn: m.ActsOn, Lasting: m.Lasting}
+		missed := ""
+		made := false
 		for _, o := range occ {
 			if o.span.Rule == p.Rule {
 				p.Times++
+				if m := missedBy(o.span); m == "" {
+					made = true
+				} else if missed == "" {
+					missed = m
+				}
 			}
 		}
 		p.Fired = p.Times > 0
+		if p.Fired && !made {
+			p.Missed = missed
+		}
 		if !p.Fired {
 			p.Reason = "the history has no record of it firing (the run may have ended early)"
 			for _, u := range unfired {
@@ -189,6 +208,20 @@ func (r *run) plannedFaults(occ []occurrence, unfired []history.UnfiredFault) []
 		out = append(out, p)
 	}
 	return out
+}
+
+// missedBy says what occurrence f did not bring about, from its lines: what its end line says it
+// missed, or a length, start to end, shorter than the lease its start line says it must outlast.
+// "" when nothing.
+func missedBy(f *history.FaultSpan) string {
+	if f.Missed != "" {
+		return f.Missed
+	}
+	if f.OutlastNs > 0 && f.End != history.Never && !f.Lasting && f.End-f.Start < f.OutlastNs {
+		return fmt.Sprintf("it lasted %s, less than the lease it must outlast (%s)",
+			history.FormatNs(f.End-f.Start), history.FormatNs(f.OutlastNs))
+	}
+	return ""
 }
 
 // attacksOf returns the occurrences that attacked the lock: all but the setup faults'.

@@ -80,6 +80,39 @@ func TestEvidence(t *testing.T) {
 			b.cs(2, 700)
 			return b.history()
 		}, Safe, EvidenceOK},
+		// docs/design.md#faults-sized-to-the-lease: a fault whose until never happened put nothing at risk, however many
+		// writes and grants its window holds: never safe.
+		{"an until that never happened is unknown, never safe", func() *history.History {
+			b := newHB("token", 500*time.Millisecond)
+			b.h.Meta.Faults = []history.PlannedFault{{Kind: "client-stall", Point: "cs:acquired"}}
+			b.cs(1, 0)
+			b.h.Events = append(b.h.Events, history.Event{Type: history.TypeFault, Phase: history.PhaseStart, Fault: 1, Rule: 1,
+				Name: "client-stall", Target: "client-1", AtNs: at(20)}, history.Event{Type: history.TypeFault, Phase: history.PhaseEnd,
+				Fault: 1, AtNs: at(270), Missed: "no other client reached cs:before-read in the 250ms it lasted: its cap or the fault phase ran out first"})
+			b.cs(2, 300)
+			return b.history()
+		}, Unknown, "fault 1 (client-stall) never made the moment it aims at: no other client reached cs:before-read"},
+		{"a fault shorter than the lease it must outlast is unknown, never safe", func() *history.History {
+			b := newHB("token", 500*time.Millisecond)
+			b.h.Meta.Faults = []history.PlannedFault{pause}
+			b.cs(1, 0)
+			// A pause of 900 ms (the catalogue's at a 500 ms lease) under a lock that holds 1 s.
+			b.h.Events = append(b.h.Events, history.Event{Type: history.TypeFault, Phase: history.PhaseStart, Fault: 1, Rule: 1,
+				Name: "client-pause", Target: "client-1", AtNs: at(20), OutlastNs: int64(time.Second)},
+				history.Event{Type: history.TypeFault, Phase: history.PhaseEnd, Fault: 1, AtNs: at(920)})
+			b.cs(2, 950)
+			return b.history()
+		}, Unknown, "it lasted 900 ms, less than the lease it must outlast (1 s)"},
+		{"a fault that outlasted the lease and made its moment is evidence", func() *history.History {
+			b := newHB("token", 500*time.Millisecond)
+			b.h.Meta.Faults = []history.PlannedFault{pause}
+			b.cs(1, 0)
+			b.h.Events = append(b.h.Events, history.Event{Type: history.TypeFault, Phase: history.PhaseStart, Fault: 1, Rule: 1,
+				Name: "client-pause", Target: "client-1", AtNs: at(20), OutlastNs: int64(500 * time.Millisecond)},
+				history.Event{Type: history.TypeFault, Phase: history.PhaseEnd, Fault: 1, AtNs: at(920)})
+			b.cs(2, 950)
+			return b.history()
+		}, Safe, EvidenceOK},
 		{"the faulted client's own grant does not contend", func() *history.History {
 			b := newHB("token", 500*time.Millisecond)
 			b.h.Meta.Faults = []history.PlannedFault{pause}

@@ -40,7 +40,7 @@ func TestClientPause(t *testing.T) {
 	rc1 := rclient(t, proxied(t, c, 1, 0), 300*time.Millisecond)
 	rc2 := rclient(t, proxied(t, c, 2, 0), 300*time.Millisecond)
 
-	n, rec := newNemesis(t, env, []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: ms(pause)}}, 1)
+	n, rec := newNemesis(t, env, []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: sz(pause)}}, 1)
 	done := pointAsync(ctx, n, 1, "cs:before-write")
 	rec.waitStart(t, "client-pause", 5*time.Second)
 	if err := rc1.Ping(ctx).Err(); !isTimeout(err) {
@@ -142,7 +142,7 @@ func TestClockSkew(t *testing.T) {
 
 	t.Run("point until HealAll", func(t *testing.T) {
 		env := &testEnv{c: c, clients: 3}
-		n, rec := newNemesis(t, env, []faults.Spec{{Kind: "clock-skew", Point: "cs:acquired", Amount: ms(2 * time.Second)}}, 1)
+		n, rec := newNemesis(t, env, []faults.Spec{{Kind: "clock-skew", Point: "cs:acquired", Amount: sz(2 * time.Second)}}, 1)
 		if err := n.Point(ctx, 2, "cs:acquired"); err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +157,7 @@ func TestClockSkew(t *testing.T) {
 	})
 	t.Run("timed with For, behind", func(t *testing.T) {
 		env := &testEnv{c: c, clients: 3}
-		_, rec := startNemesis(t, env, []faults.Spec{{Kind: "clock-skew", Clients: "1,3", Amount: ms(-1500 * time.Millisecond), For: ms(200 * time.Millisecond)}}, 1)
+		_, rec := startNemesis(t, env, []faults.Spec{{Kind: "clock-skew", Clients: "1,3", Amount: sz(-1500 * time.Millisecond), For: sz(200 * time.Millisecond)}}, 1)
 		rec.waitEnd(t, "clock-skew", 10*time.Second)
 		want := []clockCall{{1, -1500 * time.Millisecond, 1}, {3, -1500 * time.Millisecond, 1}, {1, 0, 1}, {3, 0, 1}}
 		if got := env.clockCalls(); !slices.Equal(got, want) {
@@ -182,7 +182,7 @@ func TestSlowRelease(t *testing.T) {
 		}
 	}
 
-	n, rec := newNemesis(t, env, []faults.Spec{{Kind: "slow-release", Point: "cs:before-release", Amount: ms(amount)}}, 1)
+	n, rec := newNemesis(t, env, []faults.Spec{{Kind: "slow-release", Point: "cs:before-release", Amount: sz(amount)}}, 1)
 	t0 := time.Now()
 	if err := n.Point(ctx, 1, "cs:before-release"); err != nil {
 		t.Fatal(err)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockchaos/lockchaos/cluster"
 	"time"
+
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -54,7 +56,7 @@ func (clockJump) Name() string { return "clock-jump" }
 func (clockJump) Describe(t Target) string { return fmt.Sprintf("server clock jumps +%s", t.Amount) }
 
 func (clockJump) validate(s Spec) error {
-	if s.Amount <= 0 {
+	if !s.Amount.positive() {
 		return errors.New("fault clock-jump: amount must be > 0 (the jump, e.g. amount: 2s, at least the TTL)")
 	}
 	if s.Nodes == "" {
@@ -111,3 +113,6 @@ func nodeAddr(env Env, name string) string {
 	}
 	return ""
 }
+
+// A server clock jump (emulated on the keys' TTLs) acts on the server's state.
+func (clockJump) Meaning(t Target) history.FaultMeaning { return t.on(history.ActsOnServers, false) }

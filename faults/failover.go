@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // failover reproduces the Redis master/replica failure of the seed articles and the Redis distlock
@@ -59,3 +61,14 @@ func (failover) Inject(ctx context.Context, env Env, t Target) (Heal, error) {
 	}
 	return nil, errors.Join(errs...)
 }
+
+func (failover) needs(Spec) []cluster.Control {
+	return []cluster.Control{cluster.ControlReplication}
+}
+
+// failover's control is the replication link, which is the cluster's, not a node's: it is
+// asked of the cluster's first node, whatever node the failover kills.
+func (failover) needsOn(_ Spec, nodes []string) []string { return nodes[:min(1, len(nodes))] }
+
+// A failover kills the master, and the promoted replica (standby) takes over: the service goes on.
+func (failover) Meaning(t Target) history.FaultMeaning { return t.on(history.ActsOnServers, false) }

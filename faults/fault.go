@@ -15,6 +15,13 @@ type Env interface {
 	Clients() int
 	// TTL is the run's lock TTL.
 	TTL() time.Duration
+	// Lease is the lease the lock under test holds, as far as the run knows now: the longest
+	// Lease.TTL a client reported so far (a process client's ttl_ms arrives the same way), else
+	// the run's TTL. Faults sized in leases (Size) are resolved against it when they fire.
+	Lease() time.Duration
+	// Renews is the lock's background renewal period (algorithms.Info.Renews; 0 when it renews
+	// nothing in the background): a fault that must outlast the lease outlasts a renewal too.
+	Renews() time.Duration
 	// SetClock offsets client c's clock by offset and makes it run at rate (1 = real speed).
 	SetClock(c int, offset time.Duration, rate float64)
 }

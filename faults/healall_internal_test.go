@@ -35,6 +35,8 @@ type bareEnv struct{}
 func (bareEnv) Cluster() cluster.Cluster             { return noNodes{} }
 func (bareEnv) Clients() int                         { return 1 }
 func (bareEnv) TTL() time.Duration                   { return time.Second }
+func (bareEnv) Lease() time.Duration                 { return time.Second }
+func (bareEnv) Renews() time.Duration                { return 0 }
 func (bareEnv) SetClock(int, time.Duration, float64) {}
 
 // TestHealAllDuringInject fires a fault whose injection is still running when HealAll takes its
@@ -47,7 +49,7 @@ func TestHealAllDuringInject(t *testing.T) {
 		Register(k)
 		var mu sync.Mutex
 		var events []history.Event
-		n, err := New(bareEnv{}, []Spec{{Kind: k.Name(), Point: "p", For: Duration(dur)}}, Options{
+		n, err := New(bareEnv{}, []Spec{{Kind: k.Name(), Point: "p", For: Fixed(dur)}}, Options{
 			Record: func(e history.Event) { mu.Lock(); events = append(events, e); mu.Unlock() },
 		})
 		if err != nil {

@@ -40,11 +40,31 @@ type testEnv struct {
 
 	mu     sync.Mutex
 	clocks []clockCall
+	lease  time.Duration
 }
 
 func (e *testEnv) Cluster() cluster.Cluster { return e.c }
 func (e *testEnv) Clients() int             { return e.clients }
 func (e *testEnv) TTL() time.Duration       { return time.Second }
+
+// Lease is the lock's lease as the nemesis sizes faults against it: lease when set, else the TTL.
+func (e *testEnv) Lease() time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.lease > 0 {
+		return e.lease
+	}
+	return e.TTL()
+}
+
+func (e *testEnv) Renews() time.Duration { return 0 }
+
+// setLease makes the lock's lease d, as a client reporting Lease.TTL d does.
+func (e *testEnv) setLease(d time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lease = d
+}
 
 func (e *testEnv) SetClock(c int, offset time.Duration, rate float64) {
 	e.mu.Lock()
@@ -237,3 +257,6 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 }
 
 func ms(d time.Duration) faults.Duration { return faults.Duration(d) }
+
+// sz is d as a fault's size (absolute).
+func sz(d time.Duration) faults.Size { return faults.Fixed(d) }

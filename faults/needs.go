@@ -27,32 +27,6 @@ type needsOner interface {
 	needsOn(s Spec, nodes []string) []string
 }
 
-func (latency) needs(Spec) []cluster.Control     { return linkNeed }
-func (partition) needs(Spec) []cluster.Control   { return linkNeed }
-func (refuse) needs(Spec) []cluster.Control      { return linkNeed }
-func (clientPause) needs(Spec) []cluster.Control { return linkNeed }
-func (clientCrash) needs(Spec) []cluster.Control { return linkNeed }
-func (slowRelease) needs(Spec) []cluster.Control { return linkNeed }
-func (kill) needs(Spec) []cluster.Control        { return []cluster.Control{cluster.ControlKill} }
-func (pauseServer) needs(Spec) []cluster.Control { return []cluster.Control{cluster.ControlPause} }
-func (failover) needs(Spec) []cluster.Control {
-	return []cluster.Control{cluster.ControlReplication}
-}
-
-func (restart) needs(s Spec) []cluster.Control {
-	if s.For > 0 {
-		return []cluster.Control{cluster.ControlKill, cluster.ControlRestart}
-	}
-	return []cluster.Control{cluster.ControlRestart}
-}
-
-// client-stall needs nothing of the cluster: it only holds the client's step.
-func (clientStall) needs(Spec) []cluster.Control { return nil }
-
-// failover's control is the replication link, which is the cluster's, not a node's: it is
-// asked of the cluster's first node, whatever node the failover kills.
-func (failover) needsOn(_ Spec, nodes []string) []string { return nodes[:min(1, len(nodes))] }
-
 // clock-jump needs nothing: its script runs over a plain client connection, so it applies to
 // external Redis nodes too (limited to the run's own keys, see Env's KeyPattern).
 

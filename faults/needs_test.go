@@ -14,16 +14,16 @@ func TestNeeds(t *testing.T) {
 		want string
 	}{
 		{Spec{Kind: "partition", Point: "cs:acquired", Clients: "trigger"}, "[{redis-1 toxiproxy} {redis-2 toxiproxy} {redis-3 toxiproxy}]"},
-		{Spec{Kind: "latency", Nodes: "redis-2", Amount: Duration(1)}, "[{redis-2 toxiproxy}]"},
-		{Spec{Kind: "latency", Nodes: "minority", Amount: Duration(1)}, "[{redis-1 toxiproxy} {redis-2 toxiproxy} {redis-3 toxiproxy}]"},
+		{Spec{Kind: "latency", Nodes: "redis-2", Amount: Fixed(1)}, "[{redis-2 toxiproxy}]"},
+		{Spec{Kind: "latency", Nodes: "minority", Amount: Fixed(1)}, "[{redis-1 toxiproxy} {redis-2 toxiproxy} {redis-3 toxiproxy}]"},
 		{Spec{Kind: "client-pause", Point: "cs:before-write", Nodes: "redis-1"}, "[{redis-1 toxiproxy} {redis-2 toxiproxy} {redis-3 toxiproxy}]"},
 		{Spec{Kind: "restart", Point: "cs:acquired", Nodes: "master"}, "[{redis-1 restart} {redis-2 restart} {redis-3 restart}]"},
-		{Spec{Kind: "restart", Nodes: "redis-3", For: Duration(1)}, "[{redis-3 kill} {redis-3 restart}]"},
+		{Spec{Kind: "restart", Nodes: "redis-3", For: Fixed(1)}, "[{redis-3 kill} {redis-3 restart}]"},
 		{Spec{Kind: "kill", Nodes: "redis-1,redis-2"}, "[{redis-1 kill} {redis-2 kill}]"},
 		{Spec{Kind: "pause-server", Nodes: "leader"}, "[{redis-1 pause} {redis-2 pause} {redis-3 pause}]"},
 		{Spec{Kind: "failover", Nodes: "master"}, "[{redis-1 replication}]"},
-		{Spec{Kind: "clock-jump", Nodes: "master", Amount: Duration(1)}, "[]"},
-		{Spec{Kind: "clock-skew", Amount: Duration(1)}, "[]"},
+		{Spec{Kind: "clock-jump", Nodes: "master", Amount: Fixed(1)}, "[]"},
+		{Spec{Kind: "clock-skew", Amount: Fixed(1)}, "[]"},
 	} {
 		got := fmt.Sprint(Needs(tc.spec, nodes))
 		if got == "[]" && tc.want == "[]" {

@@ -52,6 +52,16 @@ type Nemesis struct {
 	stop    chan struct{} // closed by HealAll: lasting faults stop waiting for their For
 	unwatch []func()      // the wire rules' watchers (wire.go), removed by HealAll
 	untils  []*untilWait  // blocking faults waiting for another client's point (Spec.Until)
+	// aims are the occurrences in force that must bring something about (reach their until
+	// point, outlast the lease), by id: their end line says what they missed (history.Event.Missed).
+	aims map[int64]*aim
+	// held counts, by client, the occurrences holding it now (stopped at a point, crashed, a
+	// command of its held on the wire); heldAt is when one last let it go (HeldSince).
+	held   map[int]int
+	heldAt map[int]time.Time
+	// crashed are the clients a client-crash at a wire point killed: they never run another
+	// step (Crashed; their points return ErrCrashed).
+	crashed map[int]bool
 	wg      sync.WaitGroup
 	cancel  context.CancelFunc
 }
@@ -83,7 +93,8 @@ type Planned struct {
 // New validates specs and plans the timed faults.
 func New(env Env, specs []Spec, opt Options) (*Nemesis, error) {
 	n := &Nemesis{env: env, opt: opt, healing: map[int64]Heal{}, stop: make(chan struct{}),
-		timed: map[int64]time.Time{}, left: make(chan struct{})}
+		timed: map[int64]time.Time{}, left: make(chan struct{}), aims: map[int64]*aim{},
+		held: map[int]int{}, heldAt: map[int]time.Time{}, crashed: map[int]bool{}}
 	for i, s := range specs {
 		if err := s.Validate(); err != nil {
 			return nil, fmt.Errorf("fault %d: %w", i+1, err)
@@ -180,6 +191,9 @@ func (n *Nemesis) Start(ctx context.Context) error {
 // name, and holds the client there while a blocking fault lasts. It returns ErrCrashed to a crashed
 // client once ctx ends, ctx's error when ctx ended during a pause, and nil otherwise.
 func (n *Nemesis) Point(ctx context.Context, c int, name string) error {
+	if n.Crashed(c) {
+		return ErrCrashed // dead since a reply reached it: no step of its own any more
+	}
 	n.reachedUntil(c, name)
 	n.wireArm(c, name)
 	// Every rule this occurrence triggers is claimed before the first is injected: two faults
@@ -233,14 +247,16 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 	if stopped {
 		return nil
 	}
-	t, err := resolve(ctx, n.env, r.spec, trigger, pick)
+	// Sized now, against the lease the lock holds as far as the run knows (docs/design.md#faults-sized-to-the-lease).
+	spec := n.sized(r.spec)
+	t, err := resolve(ctx, n.env, spec, trigger, pick)
 	id := n.nextID.Add(1)
 	detail := ""
 	if d, ok := r.kind.(Describer); ok && err == nil {
 		detail = d.Describe(t)
 	}
-	if r.spec.Until != "" && err == nil {
-		detail = strings.TrimPrefix(detail+", "+untilDetail(r.spec), ", ")
+	if spec.Until != "" && err == nil {
+		detail = strings.TrimPrefix(detail+", "+untilDetail(spec), ", ")
 	}
 	var heal Heal
 	// The start line carries the moment injection began: a restart or a failover takes a while,
@@ -251,29 +267,36 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 		r.begin()
 		heal, err = r.kind.Inject(ctx, n.env, t)
 	}
+	if err == nil {
+		n.aim(id, r.spec, spec.Until)
+	}
 	n.started(r, id, t, detail, began, begun, err)
 	if err != nil {
 		n.record(history.Event{Phase: history.PhaseEnd, Fault: id, Error: errString(err)})
 		return nil // a failed fault is recorded, and the run goes on
 	}
-	lasting := r.spec.For.D() + extra
+	lasting := spec.For.D() + extra
 	if isBlocker(r.kind) {
+		n.hold(trigger, +1)
 		if f, ok := r.kind.(Forever); ok && f.Forever() {
 			// A crash never ends: no end line is written, so the checker sees a client that died
 			// for good, and its links stay cut until the cluster is closed. Restoring them would
 			// revive what a dead process cannot (a ZooKeeper session its library still holds).
+			// It stays held.
 			<-ctx.Done()
 			return ErrCrashed
 		}
+		defer n.hold(trigger, -1)
 		// A stopped process does not see its deadlines pass: the pause lasts its full time even
 		// when the caller's ctx (an acquire's timeout) ends meanwhile, and only HealAll cuts it.
 		// The caller then finds its ctx ended, as a process finds after it wakes.
-		until, forget := n.awaitUntil(r.spec.Until, trigger, r.spec.AtLeast.D())
+		until, forget := n.awaitUntil(spec.Until, trigger, spec.AtLeast.D())
 		n.serve(id, lasting)
 		select {
 		case <-n.stop:
 		case <-time.After(lasting):
 		case <-until:
+			n.reached(id)
 		}
 		forget()
 		if heal == nil {
@@ -287,10 +310,113 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 		return nil
 	}
 	n.keepFor(id, heal, lasting) // lasting 0: until HealAll
-	if r.spec.Until != "" {
-		n.healAtUntil(id, r.spec, trigger)
+	if spec.Until != "" {
+		n.healAtUntil(id, spec, trigger)
 	}
 	return nil
+}
+
+// hold counts one more (d = +1) or one fewer (-1) occurrence holding client c.
+func (n *Nemesis) hold(c int, d int) {
+	if c == 0 {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.held[c] += d
+	if d < 0 {
+		n.heldAt[c] = time.Now()
+	}
+}
+
+// crash marks client c dead for good (a client-crash at a wire point): held, and Crashed.
+func (n *Nemesis) crash(c int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.crashed[c] {
+		n.crashed[c] = true
+		n.held[c]++
+	}
+}
+
+// Crashed reports whether a client-crash at a wire point killed client c: the harness runs no
+// further step of it and records nothing more of it (its call under way stays open, as a dead
+// process leaves it), whatever its Locker returns.
+func (n *Nemesis) Crashed(c int) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.crashed[c]
+}
+
+// HeldSince reports whether a fault held client c — stopped it at a point, crashed it, held a
+// command of its on the wire — at any moment since t: what it did not answer meanwhile was the
+// fault's doing, not the client's.
+func (n *Nemesis) HeldSince(c int, t time.Time) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.held[c] > 0 || n.heldAt[c].After(t)
+}
+
+// sized is s resolved against the lock's lease and renewal period as the run knows them now.
+func (n *Nemesis) sized(s Spec) Spec { return s.Sized(n.env.Lease(), n.env.Renews()) }
+
+// aim is what an occurrence in force must bring about: another client at its until point, a
+// length past the lease it was sized to outlast.
+type aim struct {
+	until   string
+	reached bool
+	outlast bool
+	began   time.Time
+}
+
+// aim notes what occurrence id of spec s (its until point until, "" for none) must bring about,
+// for its end line; nothing for an occurrence that need not.
+func (n *Nemesis) aim(id int64, s Spec, until string) {
+	if until == "" && !s.outlasts() {
+		return
+	}
+	n.mu.Lock()
+	n.aims[id] = &aim{until: until, outlast: s.outlasts(), began: time.Now()}
+	n.mu.Unlock()
+}
+
+// reached notes that occurrence id ends because another client reached its until point.
+func (n *Nemesis) reached(id int64) {
+	n.mu.Lock()
+	if a := n.aims[id]; a != nil {
+		a.reached = true
+	}
+	n.mu.Unlock()
+}
+
+// outlastNs is the lease (and renewal period) an occurrence of s must outlast, as the run knows
+// it now, for its start line; 0 for a fault not sized to outlast it.
+func (n *Nemesis) outlastNs(s Spec) int64 {
+	if !s.outlasts() {
+		return 0
+	}
+	return int64(n.env.Lease() + n.env.Renews())
+}
+
+// missed says what occurrence id, ending now, did not bring about ("" when nothing), and forgets
+// its aim. Call it with n.mu held.
+func (n *Nemesis) missed(id int64) string {
+	a := n.aims[id]
+	if a == nil {
+		return ""
+	}
+	delete(n.aims, id)
+	lasted := time.Since(a.began)
+	var out []string
+	if a.until != "" && !a.reached {
+		out = append(out, fmt.Sprintf("no other client reached %s in the %s it lasted: its cap or the fault phase ran out first",
+			a.until, lasted.Round(time.Millisecond)))
+	}
+	if need := n.env.Lease() + n.env.Renews(); a.outlast && lasted < need {
+		out = append(out, fmt.Sprintf("it lasted %s, less than the lease it must outlast (%s)",
+			lasted.Round(time.Millisecond), need))
+	}
+	return strings.Join(out, "; ")
 }
 
 // isBlocker reports whether k holds its client at the point while it lasts.
@@ -326,6 +452,7 @@ func (n *Nemesis) healAtUntil(id int64, s Spec, trigger int) {
 			case <-n.stop: // HealAll takes over
 				return
 			case <-until:
+				n.reached(id)
 				n.end(id, nil)
 				return
 			case <-left: // some occurrence ended: this one, by its For?
@@ -344,9 +471,13 @@ func (r *rule) begin() {
 // started records the start line of occurrence id of rule r (injection began at began, and was
 // counted by begin when begun; err is the injection's error) and counts it as taken effect, or not.
 func (n *Nemesis) started(r *rule, id int64, t Target, detail string, began int64, begun bool, err error) {
-	n.record(history.Event{Phase: history.PhaseStart, Fault: id, Rule: r.index, Name: r.spec.Kind,
+	e := history.Event{Phase: history.PhaseStart, Fault: id, Rule: r.index, Name: r.spec.Kind,
 		Target: describeTarget(t), Point: r.spec.Point, Detail: detail, Error: errString(err), AtNs: began,
-		FaultMeaning: meaning(r.kind, t)})
+		FaultMeaning: meaning(r.kind, t)}
+	if err == nil {
+		e.OutlastNs = n.outlastNs(r.spec)
+	}
+	n.record(e)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if begun {
@@ -405,6 +536,10 @@ func (n *Nemesis) end(id int64, heal Heal) {
 		close(n.left)
 		n.left = make(chan struct{})
 	}
+	missed := ""
+	if ok || heal != nil {
+		missed = n.missed(id)
+	}
 	n.mu.Unlock()
 	if !ok && heal == nil {
 		return // HealAll and the For timer raced: the other one healed it and wrote the end
@@ -415,7 +550,7 @@ func (n *Nemesis) end(id int64, heal Heal) {
 		err = heal(ctx)
 		cancel()
 	}
-	n.record(history.Event{Phase: history.PhaseEnd, Fault: id, Error: errString(err)})
+	n.record(history.Event{Phase: history.PhaseEnd, Fault: id, Error: errString(err), Missed: missed})
 }
 
 // serve counts blocking occurrence id in force until its For (lasting) runs out, for Finish.
@@ -553,10 +688,10 @@ func describeTarget(t Target) string {
 // untilDetail says when a fault with Until ends early, for its history line.
 func untilDetail(s Spec) string {
 	d := "until another client reached " + s.Until
-	if s.AtLeast > 0 {
+	if !s.AtLeast.IsZero() {
 		d = fmt.Sprintf("at least %s, then %s", s.AtLeast, d)
 	}
-	if s.For > 0 {
+	if !s.For.IsZero() {
 		d += fmt.Sprintf(" (at most %s)", s.For)
 	}
 	return d

@@ -21,9 +21,9 @@ func TestTimedSchedule(t *testing.T) {
 	_, env := redisPair(t, false)
 	const at, dur = 500 * time.Millisecond, 700 * time.Millisecond
 	specs := []faults.Spec{
-		{Kind: "clock-skew", Clients: "1", Amount: ms(time.Second), At: ms(at), For: ms(dur)},
+		{Kind: "clock-skew", Clients: "1", Amount: sz(time.Second), At: ms(at), For: sz(dur)},
 		{Kind: "partition", Clients: "2", Nodes: "redis-1", At: ms(200 * time.Millisecond),
-			Every: ms(400 * time.Millisecond), Times: 3, For: ms(100 * time.Millisecond)},
+			Every: ms(400 * time.Millisecond), Times: 3, For: sz(100 * time.Millisecond)},
 	}
 	n, rec := newNemesis(t, env, specs, 1)
 	wantPlan := []time.Duration{200 * time.Millisecond, at, 600 * time.Millisecond, 1000 * time.Millisecond}
@@ -94,7 +94,7 @@ func TestPointSelection(t *testing.T) {
 	env := &testEnv{c: c, clients: 3}
 	ctx := ctxT(t, 10*time.Second)
 	n, rec := newNemesis(t, env, []faults.Spec{
-		{Kind: "clock-skew", Point: "cs:acquired", Client: 2, Skip: 1, Times: 2, Amount: ms(time.Second), Clients: "others"},
+		{Kind: "clock-skew", Point: "cs:acquired", Client: 2, Skip: 1, Times: 2, Amount: sz(time.Second), Clients: "others"},
 	}, 1)
 	for _, call := range []struct {
 		client int
@@ -123,7 +123,7 @@ func TestPointFromAt(t *testing.T) {
 	_, env := redisPair(t, false)
 	ctx := ctxT(t, 10*time.Second)
 	n, rec := newNemesis(t, env, []faults.Spec{
-		{Kind: "clock-skew", Point: "cs:acquired", Skip: 1, At: ms(300 * time.Millisecond), Amount: ms(time.Second)},
+		{Kind: "clock-skew", Point: "cs:acquired", Skip: 1, At: ms(300 * time.Millisecond), Amount: sz(time.Second)},
 	}, 1)
 	point := func(client int) {
 		if err := n.Point(ctx, client, "cs:acquired"); err != nil {
@@ -175,8 +175,8 @@ func pointsDuringAStall(t *testing.T, specs []faults.Spec) []history.FaultSpan {
 func TestPointFaultsGoToOneClient(t *testing.T) {
 	t.Parallel()
 	spans := pointsDuringAStall(t, []faults.Spec{
-		{Kind: "client-stall", Point: "cs:acquired", For: ms(300 * time.Millisecond)},
-		{Kind: "clock-skew", Point: "cs:acquired", Amount: ms(time.Second)},
+		{Kind: "client-stall", Point: "cs:acquired", For: sz(300 * time.Millisecond)},
+		{Kind: "clock-skew", Point: "cs:acquired", Amount: sz(time.Second)},
 	})
 	if len(spans) != 2 {
 		t.Fatalf("%d occurrences %+v, want 2 (client 2's point triggers nothing: each rule fires once)", len(spans), spans)
@@ -194,9 +194,9 @@ func TestPointFaultsGoToOneClient(t *testing.T) {
 func TestPointPausesGoToSeveralClients(t *testing.T) {
 	t.Parallel()
 	spans := pointsDuringAStall(t, []faults.Spec{
-		{Kind: "client-stall", Point: "cs:acquired", For: ms(300 * time.Millisecond)},
-		{Kind: "client-stall", Point: "cs:acquired", For: ms(100 * time.Millisecond)},
-		{Kind: "clock-skew", Point: "cs:acquired", Amount: ms(time.Second)},
+		{Kind: "client-stall", Point: "cs:acquired", For: sz(300 * time.Millisecond)},
+		{Kind: "client-stall", Point: "cs:acquired", For: sz(100 * time.Millisecond)},
+		{Kind: "clock-skew", Point: "cs:acquired", Amount: sz(time.Second)},
 	})
 	var stalled []string
 	for _, s := range spans {
@@ -219,10 +219,10 @@ func TestPointPausesGoToSeveralClients(t *testing.T) {
 // drives the random draws (jitter, "random" selectors).
 func TestPlanDeterministic(t *testing.T) {
 	specs := []faults.Spec{
-		{Kind: "latency", Nodes: "random", Amount: ms(50 * time.Millisecond), At: ms(100 * time.Millisecond),
-			Every: ms(300 * time.Millisecond), Times: -1, For: ms(100 * time.Millisecond), Jitter: ms(200 * time.Millisecond)},
+		{Kind: "latency", Nodes: "random", Amount: sz(50 * time.Millisecond), At: ms(100 * time.Millisecond),
+			Every: ms(300 * time.Millisecond), Times: -1, For: sz(100 * time.Millisecond), Jitter: ms(200 * time.Millisecond)},
 		{Kind: "kill", Nodes: "random", At: ms(time.Second)},
-		{Kind: "client-pause", Point: "cs:acquired", For: ms(time.Second)}, // event-triggered: not planned
+		{Kind: "client-pause", Point: "cs:acquired", For: sz(time.Second)}, // event-triggered: not planned
 	}
 	const d = 5 * time.Second
 	a, b, other := faults.Plan(specs, 42, d), faults.Plan(specs, 42, d), faults.Plan(specs, 43, d)
@@ -270,7 +270,7 @@ func TestRandomSelectorsFollowTheSeed(t *testing.T) {
 	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisMulti, Nodes: 5, Clients: 3, Proxies: true})
 	env := &testEnv{c: c, clients: 3}
 	target := func(seed int64) string {
-		n, rec := startNemesis(t, env, []faults.Spec{{Kind: "latency", Clients: "random", Nodes: "random", Amount: ms(time.Millisecond)}}, seed)
+		n, rec := startNemesis(t, env, []faults.Spec{{Kind: "latency", Clients: "random", Nodes: "random", Amount: sz(time.Millisecond)}}, seed)
 		s := rec.waitStart(t, "latency", 5*time.Second)
 		n.HealAll()
 		if s.Error != "" {
@@ -313,13 +313,13 @@ func TestFailedFaultsAreRecorded(t *testing.T) {
 		{"kill of an unknown node", proxied, faults.Spec{Kind: "kill", Nodes: "redis-9"}, `no node "redis-9"`},
 		{"restart after Close", closed, faults.Spec{Kind: "restart", Nodes: "redis-1"}, "redis-1"},
 		{"partition without proxies", direct, faults.Spec{Kind: "partition", Clients: "1", Nodes: "redis-1"}, "proxies are off"},
-		{"client-pause without proxies", direct, faults.Spec{Kind: "client-pause", For: ms(time.Hour)}, "proxies are off"},
+		{"client-pause without proxies", direct, faults.Spec{Kind: "client-pause", For: sz(time.Hour)}, "proxies are off"},
 		{"failover on redis-single", proxied, faults.Spec{Kind: "failover"}, "replication"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := &testEnv{c: tc.c, clients: 2}
 			tc.spec.Point = "cs:acquired"
-			next := faults.Spec{Kind: "clock-skew", Point: "cs:acquired", Amount: ms(time.Second)}
+			next := faults.Spec{Kind: "clock-skew", Point: "cs:acquired", Amount: sz(time.Second)}
 			n, rec := newNemesis(t, env, []faults.Spec{tc.spec, next}, 1)
 			if tc.spec.Kind == "failover" {
 				// failover fails when armed: Start reports it, and records it too.
@@ -385,7 +385,7 @@ func TestOneEndLinePerOccurrence(t *testing.T) {
 		env := &testEnv{c: nodesOnly{}, clients: 1}
 		specs := make([]faults.Spec, k)
 		for i := range specs {
-			specs[i] = faults.Spec{Kind: "clock-skew", Point: "p", Amount: ms(time.Second), For: ms(20 * time.Millisecond)}
+			specs[i] = faults.Spec{Kind: "clock-skew", Point: "p", Amount: sz(time.Second), For: sz(20 * time.Millisecond)}
 		}
 		n, rec := newNemesis(t, env, specs, 1)
 		ctx := ctxT(t, 10*time.Second)
@@ -420,7 +420,7 @@ func TestOneEndLinePerOccurrence(t *testing.T) {
 func TestForOutlivesTheTriggeringCall(t *testing.T) {
 	env := &testEnv{c: nodesOnly{}, clients: 1}
 	const dur = 200 * time.Millisecond
-	n, rec := newNemesis(t, env, []faults.Spec{{Kind: "clock-skew", Point: "acquire:after-setnx", Amount: ms(time.Second), For: ms(dur)}}, 1)
+	n, rec := newNemesis(t, env, []faults.Spec{{Kind: "clock-skew", Point: "acquire:after-setnx", Amount: sz(time.Second), For: sz(dur)}}, 1)
 	actx, cancel := context.WithTimeout(context.Background(), time.Second)
 	if err := n.Point(actx, 1, "acquire:after-setnx"); err != nil {
 		t.Fatal(err)
@@ -440,7 +440,7 @@ func TestForOutlivesTheTriggeringCall(t *testing.T) {
 func TestStartLinesCarryTheirMeaning(t *testing.T) {
 	env := &testEnv{c: nodesOnly{}, clients: 3}
 	n, rec := newNemesis(t, env, []faults.Spec{
-		{Kind: "clock-skew", Point: "cs:acquired", Clients: "others", Amount: ms(time.Second), For: ms(time.Millisecond)},
+		{Kind: "clock-skew", Point: "cs:acquired", Clients: "others", Amount: sz(time.Second), For: sz(time.Millisecond)},
 	}, 1)
 	if err := n.Point(ctxT(t, 5*time.Second), 2, "cs:acquired"); err != nil {
 		t.Fatal(err)
@@ -469,8 +469,8 @@ func TestFinishLetsALateFaultServeItsFor(t *testing.T) {
 	for _, finish := range []bool{true, false} {
 		env := &testEnv{c: nodesOnly{}, clients: 2}
 		n, rec := newNemesis(t, env, []faults.Spec{
-			{Kind: "client-stall", Point: "p", Client: 1, For: ms(dur)},
-			{Kind: "clock-skew", Point: "p", Client: 2, Amount: ms(time.Second), For: ms(dur)},
+			{Kind: "client-stall", Point: "p", Client: 1, For: sz(dur)},
+			{Kind: "clock-skew", Point: "p", Client: 2, Amount: sz(time.Second), For: sz(dur)},
 		}, 1)
 		ctx := ctxT(t, 10*time.Second)
 		held := make(chan error, 1)

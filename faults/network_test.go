@@ -30,7 +30,7 @@ func TestLatency(t *testing.T) {
 	rc2 := rclient(t, proxied(t, c, 2, 0), 2*time.Second)
 	base := pingP50(t, ctx, rc1, 5)
 
-	n, rec := startNemesis(t, env, []faults.Spec{{Kind: "latency", Clients: "1", Nodes: "redis-1", Amount: ms(amount)}}, 1)
+	n, rec := startNemesis(t, env, []faults.Spec{{Kind: "latency", Clients: "1", Nodes: "redis-1", Amount: sz(amount)}}, 1)
 	rec.waitStart(t, "latency", 5*time.Second)
 	slow := pingP50(t, ctx, rc1, 5)
 	other := pingP50(t, ctx, rc2, 5)
@@ -133,8 +133,8 @@ func TestPartitionUnderLatency(t *testing.T) {
 	}
 	// Replies are delayed 600 ms from 50 ms until 450 ms; from 150 ms they are held too, after it.
 	_, rec := startNemesis(t, env, []faults.Spec{
-		{Kind: "latency", Clients: "1", Amount: ms(600 * time.Millisecond), At: ms(50 * time.Millisecond), For: ms(400 * time.Millisecond)},
-		{Kind: "partition", Clients: "1", Stream: "downstream", At: ms(150 * time.Millisecond), For: ms(900 * time.Millisecond)},
+		{Kind: "latency", Clients: "1", Amount: sz(600 * time.Millisecond), At: ms(50 * time.Millisecond), For: sz(400 * time.Millisecond)},
+		{Kind: "partition", Clients: "1", Stream: "downstream", At: ms(150 * time.Millisecond), For: sz(900 * time.Millisecond)},
 	}, 1)
 	rec.waitStart(t, "partition", 5*time.Second)
 	// The SET executes; its reply sits in the latency when the latency heals, the hold after it.

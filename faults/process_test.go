@@ -48,7 +48,7 @@ func TestRestart(t *testing.T) {
 			if err := direct.Set(ctx, "k", "before", 0).Err(); err != nil {
 				t.Fatal(err)
 			}
-			_, rec := startNemesis(t, env, []faults.Spec{{Kind: "restart", Nodes: "redis-1", For: ms(down)}}, 1)
+			_, rec := startNemesis(t, env, []faults.Spec{{Kind: "restart", Nodes: "redis-1", For: sz(down)}}, 1)
 			if down > 0 {
 				st := rec.waitStart(t, "restart", 10*time.Second)
 				at := time.Duration(rec.now() - st.Start)
@@ -115,7 +115,7 @@ func TestClockJump(t *testing.T) {
 	}
 	before, _ := rc.PTTL(ctx, "long").Result()
 
-	n, rec := newNemesis(t, env, []faults.Spec{{Kind: "clock-jump", Point: "jump", Nodes: "master", Amount: ms(jump)}}, 1)
+	n, rec := newNemesis(t, env, []faults.Spec{{Kind: "clock-jump", Point: "jump", Nodes: "master", Amount: sz(jump)}}, 1)
 	if err := n.Point(ctx, 1, "jump"); err != nil {
 		t.Fatalf("Point: %v", err)
 	}

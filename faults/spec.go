@@ -32,7 +32,8 @@ type Spec struct {
 	Times int `yaml:"times,omitempty" json:"times,omitempty"`
 	// For is how long each occurrence lasts before it heals (0 = until the end of the fault
 	// phase for lasting faults, or instant for one-shot faults like kill).
-	For Duration `yaml:"for,omitempty" json:"for,omitempty"`
+	// In leases of the lock under test or absolute (Size).
+	For Size `yaml:"for,omitempty" json:"for,omitzero"`
 
 	// Clients selects target clients: "trigger" (the client at the point; the default for
 	// client faults), "others" (all but the trigger), "all", or a list "1,3" or range "2-5".
@@ -43,8 +44,8 @@ type Spec struct {
 	// from the minority still reaches), or names "redis-1,redis-2".
 	Nodes string `yaml:"nodes,omitempty" json:"nodes,omitempty"`
 
-	// Amount is the fault's size: latency, clock offset or clock jump.
-	Amount Duration `yaml:"amount,omitempty" json:"amount,omitempty"`
+	// Amount is the fault's size: latency, clock offset or clock jump (Size: in leases or absolute).
+	Amount Size `yaml:"amount,omitempty" json:"amount,omitzero"`
 	// Jitter is added to latency faults; RandomFor adds up to this much to For, from the seed.
 	Jitter Duration `yaml:"jitter,omitempty" json:"jitter,omitempty"`
 	// Stream is "both" (default), "upstream" (client→server) or "downstream" for link faults.
@@ -60,13 +61,16 @@ type Spec struct {
 	// partition of at least 1.3 s that then heals when another client holds the lock, so the
 	// cut-off client's next attempts meet it too and what it held lands on a grant, not in a gap
 	// between two holds. For, when set, still bounds it and must be longer.
-	AtLeast Duration `yaml:"at-least,omitempty" json:"at-least,omitempty"`
+	AtLeast Size `yaml:"at-least,omitempty" json:"at-least,omitzero"`
 	// Wire aims the fault at one of the lock's own commands on the client's links (docs/design.md#wire-points):
 	// it fires when the proxy sees that request or reply (after Point, when set).
 	Wire *Wire `yaml:"wire,omitempty" json:"wire,omitempty"`
-	// Refinement marks a fault aimed at a named point that only some locks mark (a built-in's own
-	// step, e.g. acquire:after-quorum): a lock whose algorithm does not list that point runs the
-	// cell without it, rather than wait for a point it never reaches (docs/design.md#mutants, §14).
+	// Refinement marks a fault that only some cells can aim: at a named point that only some locks
+	// mark (a built-in's own step, e.g. acquire:after-quorum), or at a command on the wire that only
+	// some topologies' links show (lockchaos parses RESP and ZooKeeper's framing). A cell whose lock
+	// does not list that point, or whose topology cannot show that command, runs without it, rather
+	// than wait for what it never reaches (docs/design.md#mutants, docs/design.md#wire-points); its
+	// other faults still aim at what every lock reaches.
 	Refinement bool `yaml:"refinement,omitempty" json:"refinement,omitempty"`
 	// Setup marks a fault that shapes the run rather than attacks it (a partition in force from
 	// the start that decides which nodes each client reaches): it must still fire, but it opens
@@ -119,9 +123,17 @@ func (s Spec) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    Duration
-	}{{"at", s.At}, {"every", s.Every}, {"for", s.For}, {"amount", s.Amount}, {"jitter", s.Jitter}} {
-		if d.v < 0 && !(d.name == "amount" && s.Kind == "clock-skew") {
+	}{{"at", s.At}, {"every", s.Every}, {"jitter", s.Jitter}} {
+		if d.v < 0 {
 			return fmt.Errorf("fault %s: %s is negative (%s)", s.Kind, d.name, d.v)
+		}
+	}
+	for _, z := range []struct {
+		name string
+		v    Size
+	}{{"for", s.For}, {"amount", s.Amount}, {"at-least", s.AtLeast}} {
+		if z.v.negative() && !(z.name == "amount" && s.Kind == "clock-skew") {
+			return fmt.Errorf("fault %s: %s is negative (%s)", s.Kind, z.name, z.v)
 		}
 	}
 	if s.Client < 0 {
@@ -162,7 +174,7 @@ func (s Spec) Validate() error {
 // client at its point, or for a network fault at a point.
 func (s Spec) validateUntil(k Kind) error {
 	if s.Until == "" {
-		if s.AtLeast != 0 {
+		if !s.AtLeast.IsZero() {
 			return fmt.Errorf("fault %s: at-least needs until (the point another client reaches once %s have passed)", s.Kind, s.AtLeast)
 		}
 		return nil
@@ -182,9 +194,7 @@ func (s Spec) validateUntil(k Kind) error {
 		return fmt.Errorf("fault %s: until needs point (it heals when a client other than the one at the point reaches %s)", s.Kind, s.Until)
 	case !strings.HasPrefix(s.Until, "cs:"):
 		return fmt.Errorf("fault %s: until %q must be a harness point (cs:acquired, cs:before-read, ...)", s.Kind, s.Until)
-	case s.AtLeast < 0:
-		return fmt.Errorf("fault %s: at-least is negative (%s)", s.Kind, s.AtLeast)
-	case s.For > 0 && s.AtLeast >= s.For:
+	case !s.For.IsZero() && s.For.noLonger(s.AtLeast):
 		return fmt.Errorf("fault %s: at-least (%s) must be shorter than for (%s), which bounds the fault", s.Kind, s.AtLeast, s.For)
 	}
 	return nil

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/cluster/wire"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // Wire aims a fault at one of the lock's own commands as it crosses the client's link
@@ -81,7 +81,7 @@ func (w *Wire) String() string {
 // matched message for at most wireBound; atWire puts the kind's own effect in place meanwhile.
 type wireActor interface {
 	// wireBound is how long the matched message is held at most.
-	wireBound(s Spec) time.Duration
+	wireBound(s Spec) Size
 	// stopsFirst reports whether the effect must be in place before the message is delivered,
 	// and the message then goes on at once (a process stopped as a reply reaches it).
 	stopsFirst(env Env, client int) bool
@@ -89,10 +89,10 @@ type wireActor interface {
 	atWire(ctx context.Context, env Env, t Target) (Heal, error)
 }
 
-func (latency) wireBound(s Spec) time.Duration                    { return s.Amount.D() }
+func (latency) wireBound(s Spec) Size                             { return s.Amount }
 func (latency) stopsFirst(Env, int) bool                          { return false }
 func (latency) atWire(context.Context, Env, Target) (Heal, error) { return nil, nil }
-func (partition) wireBound(s Spec) time.Duration                  { return s.For.D() }
+func (partition) wireBound(s Spec) Size                           { return s.For }
 func (partition) stopsFirst(Env, int) bool                        { return false }
 func (p partition) atWire(ctx context.Context, env Env, t Target) (Heal, error) {
 	return p.Inject(ctx, env, t) // the client's links held (or cut) from that command on
@@ -103,13 +103,23 @@ func (p partition) atWire(ctx context.Context, env Env, t Target) (Heal, error) 
 // arrived as a GC pause began; its connections stay as they are (the OS keeps a stopped process's
 // connections; nothing is silenced). A client in the harness's process cannot be stopped from
 // outside: its message is held instead, what a process that stalls sees.
-func (clientPause) wireBound(s Spec) time.Duration { return s.For.D() }
+func (clientPause) wireBound(s Spec) Size { return s.For }
 func (clientPause) stopsFirst(env Env, c int) bool {
 	_, ok := lockerOf(env, c).(algorithms.Pauser)
 	return ok
 }
 func (clientPause) atWire(_ context.Context, env Env, t Target) (Heal, error) {
 	return pauseProcesses(env, t.Clients)
+}
+
+// client-crash at a wire point: the client dies as the matched message reaches it (docs/design.md#faults-sized-to-the-lease)
+// — between two commands of any lock, SETNX and its EXPIRE. Its links are cut and a client in a
+// process of its own is killed (SIGKILL) before the message goes on; a client in the harness's
+// process never runs another step (Nemesis.Crashed). It never ends: no bound, no end line.
+func (clientCrash) wireBound(Spec) Size      { return Size{} }
+func (clientCrash) stopsFirst(Env, int) bool { return true }
+func (k clientCrash) atWire(ctx context.Context, env Env, t Target) (Heal, error) {
+	return k.Inject(ctx, env, t)
 }
 
 func (w *Wire) validate(s Spec) error {
@@ -126,7 +136,7 @@ func (w *Wire) validate(s Spec) error {
 	if !ok {
 		return fmt.Errorf("fault %s cannot act at a wire point (use one of %s)", s.Kind, strings.Join(wireKindNames(), ", "))
 	}
-	if a.wireBound(s) <= 0 {
+	if f, forever := a.(Forever); (!forever || !f.Forever()) && !a.wireBound(s).positive() {
 		return fmt.Errorf("fault %s at a wire point: how long the command is held at most must be > 0 (for; amount for latency)", s.Kind)
 	}
 	return nil
@@ -273,12 +283,14 @@ func (n *Nemesis) onWire(ctx context.Context, r *rule, e cluster.WireEvent) clus
 	o := &wireOccurrence{id: n.nextID.Add(1), trigger: e.Client, until: r.spec.Wire.Until, gate: make(chan struct{})}
 	w.active[e.Client] = o
 	w.mu.Unlock()
+	n.hold(e.Client, +1)
 
-	t, err := resolve(ctx, n.env, r.spec, e.Client, 0)
+	spec := n.sized(r.spec)
+	t, err := resolve(ctx, n.env, spec, e.Client, 0)
 	if r.spec.Clients == "" {
 		t.Clients = []int{e.Client} // a wire fault acts on the client whose command it caught
 	}
-	detail := wireDetail(r.spec, e)
+	detail := wireDetail(spec, e)
 	began := n.now()
 	actor := r.kind.(wireActor) // Validate made sure
 	act := cluster.WireAction{Hold: o.gate}
@@ -293,9 +305,25 @@ func (n *Nemesis) onWire(ctx context.Context, r *rule, e cluster.WireEvent) clus
 			r.begin()
 			heal, err = actor.atWire(ctx, n.env, t)
 		}
+		if f, ok := r.kind.(Forever); ok && f.Forever() {
+			// A crash: the client is dead before the message reaches it, and stays so; its
+			// links stay cut (no heal, no end line), as a crash at a point leaves them.
+			if err == nil {
+				n.crash(e.Client)
+			}
+			close(inPlace)
+			n.started(r, o.id, t, detail, began, begun, err)
+			if err != nil {
+				n.record(history.Event{Phase: history.PhaseEnd, Fault: o.id, Error: errString(err)})
+			}
+			return
+		}
 		close(inPlace)
+		if err == nil {
+			n.aim(o.id, r.spec, o.until)
+		}
 		n.started(r, o.id, t, detail, began, begun, err)
-		lasting := actor.wireBound(r.spec)
+		lasting := actor.wireBound(spec).D()
 		// The occurrence ends at its time, at its Until, or at HealAll, whichever comes first;
 		// the heal (if any) comes before the held messages go, so they arrive after it.
 		end := func(h Heal) Heal {
@@ -310,6 +338,7 @@ func (n *Nemesis) onWire(ctx context.Context, r *rule, e cluster.WireEvent) clus
 				}
 				w.mu.Unlock()
 				o.open()
+				n.hold(o.trigger, -1)
 				return herr
 			}
 		}
@@ -342,6 +371,7 @@ func (n *Nemesis) wireArm(c int, name string) {
 		}
 		w.mu.Unlock()
 		for _, o := range ended {
+			n.reached(o.id)
 			n.end(o.id, nil)
 		}
 		if r.spec.Point != name || (r.spec.Client != 0 && r.spec.Client != c) || !n.due(r) {
@@ -366,10 +396,13 @@ func wireDetail(s Spec, e cluster.WireEvent) string {
 		what = "the reply " + e.Msg.Text + " to " + e.Req.Text
 	}
 	act := "held " + what
+	if f, ok := kinds[s.Kind].(Forever); ok && f.Forever() {
+		return fmt.Sprintf("on %s: crashed the client as %s reached it", e.Node, what)
+	}
 	if d, ok := kinds[s.Kind].(Describer); ok {
 		act += " (" + d.Describe(Target{Spec: s}) + ")"
 	}
-	bound := kinds[s.Kind].(wireActor).wireBound(s)
+	bound := kinds[s.Kind].(wireActor).wireBound(s).D()
 	if s.Wire.Until != "" {
 		return fmt.Sprintf("on %s: %s until another client reached %s (at most %s)", e.Node, act, s.Wire.Until, bound)
 	}

@@ -28,7 +28,7 @@ func TestWireHold(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n, rec := startNemesis(t, env, []faults.Spec{{Kind: "latency", Client: 1, Amount: ms(3 * time.Second),
+	n, rec := startNemesis(t, env, []faults.Spec{{Kind: "latency", Client: 1, Amount: sz(3 * time.Second),
 		Wire: &faults.Wire{Before: "DEL", Until: "cs:acquired"}}}, 1)
 
 	if got, err := rc1.Get(ctx, "lock").Result(); err != nil || got != "v" {
@@ -83,7 +83,7 @@ func TestWireArmedByPoint(t *testing.T) {
 	rc := rclient(t, proxied(t, c, 1, 0), 5*time.Second)
 	ok := true
 	const amount = 400 * time.Millisecond
-	n, rec := startNemesis(t, env, []faults.Spec{{Kind: "latency", Point: "cs:before-acquire", Amount: ms(amount),
+	n, rec := startNemesis(t, env, []faults.Spec{{Kind: "latency", Point: "cs:before-acquire", Amount: sz(amount),
 		Wire: &faults.Wire{AfterReply: "SET NX", OK: &ok}}}, 1)
 	timed := func(f func() error) time.Duration {
 		t0 := time.Now()
@@ -121,7 +121,7 @@ func TestUntil(t *testing.T) {
 	t.Parallel()
 	c := servertest.Start(t, cluster.Spec{Topology: cluster.RedisSingle, Clients: 2})
 	env := &testEnv{c: c, clients: 2}
-	n, _ := startNemesis(t, env, []faults.Spec{{Kind: "client-stall", Point: "cs:acquired", Times: 2, For: ms(2 * time.Second),
+	n, _ := startNemesis(t, env, []faults.Spec{{Kind: "client-stall", Point: "cs:acquired", Times: 2, For: sz(2 * time.Second),
 		Until: "cs:before-read"}}, 1)
 	ctx := context.Background()
 	released := make(chan time.Duration, 1)
@@ -171,7 +171,7 @@ func TestUntilHealsAPartition(t *testing.T) {
 	}
 	const atLeast = 600 * time.Millisecond
 	n, rec := startNemesis(t, env, []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger",
-		For: ms(5 * time.Second), AtLeast: ms(atLeast), Until: "cs:before-read"}}, 1)
+		For: sz(5 * time.Second), AtLeast: sz(atLeast), Until: "cs:before-read"}}, 1)
 	t0 := time.Now()
 	_ = n.Point(ctx, 1, "cs:acquired")
 	s := rec.waitStart(t, "partition", 2*time.Second)
@@ -219,19 +219,21 @@ func TestUntilValidated(t *testing.T) {
 		s    faults.Spec
 		want string
 	}{
-		{faults.Spec{Kind: "client-stall", Point: "cs:acquired", For: ms(time.Second), Until: "cs:before-read"}, ""},
+		{faults.Spec{Kind: "client-stall", Point: "cs:acquired", For: sz(time.Second), Until: "cs:before-read"}, ""},
 		{faults.Spec{Kind: "restart", Point: "cs:acquired", Nodes: "master", Until: "cs:before-read"}, "only for faults that hold a client"},
 		{faults.Spec{Kind: "client-crash", Point: "cs:acquired", Until: "cs:before-read"}, "only for faults that hold a client"},
-		{faults.Spec{Kind: "partition", Point: "cs:acquired", For: ms(time.Second), Until: "cs:before-read", AtLeast: ms(500 * time.Millisecond)}, ""},
-		{faults.Spec{Kind: "client-stall", Point: "cs:acquired", For: ms(time.Second), Until: "cs:before-read", AtLeast: ms(500 * time.Millisecond)}, ""},
-		{faults.Spec{Kind: "latency", Point: "cs:acquired", Amount: ms(time.Second), Until: "cs:before-read"}, ""},
-		{faults.Spec{Kind: "partition", Nodes: "master", For: ms(time.Second), Until: "cs:before-read"}, "until needs point"},
-		{faults.Spec{Kind: "partition", Point: "cs:acquired", AtLeast: ms(time.Second)}, "at-least needs until"},
-		{faults.Spec{Kind: "refuse", Point: "cs:acquired", For: ms(time.Second), Until: "cs:before-read", AtLeast: ms(time.Second)}, "must be shorter than for"},
-		{faults.Spec{Kind: "client-stall", Point: "cs:acquired", For: ms(time.Second), Until: "acquire:after-set"}, "must be a harness point"},
+		{faults.Spec{Kind: "partition", Point: "cs:acquired", For: sz(time.Second), Until: "cs:before-read", AtLeast: sz(500 * time.Millisecond)}, ""},
+		{faults.Spec{Kind: "client-stall", Point: "cs:acquired", For: sz(time.Second), Until: "cs:before-read", AtLeast: sz(500 * time.Millisecond)}, ""},
+		{faults.Spec{Kind: "latency", Point: "cs:acquired", Amount: sz(time.Second), Until: "cs:before-read"}, ""},
+		{faults.Spec{Kind: "partition", Nodes: "master", For: sz(time.Second), Until: "cs:before-read"}, "until needs point"},
+		{faults.Spec{Kind: "partition", Point: "cs:acquired", AtLeast: sz(time.Second)}, "at-least needs until"},
+		{faults.Spec{Kind: "refuse", Point: "cs:acquired", For: sz(time.Second), Until: "cs:before-read", AtLeast: sz(time.Second)}, "must be shorter than for"},
+		{faults.Spec{Kind: "client-stall", Point: "cs:acquired", For: sz(time.Second), Until: "acquire:after-set"}, "must be a harness point"},
 		{faults.Spec{Kind: "restart", Nodes: "master", Wire: &faults.Wire{Before: "DEL"}}, "cannot act at a wire point"},
-		{faults.Spec{Kind: "latency", Amount: ms(time.Second), Wire: &faults.Wire{}}, "exactly one of before"},
-		{faults.Spec{Kind: "latency", Amount: ms(time.Second), Wire: &faults.Wire{Before: "DEL", OK: new(bool)}}, "only meaningful with after-reply"},
+		{faults.Spec{Kind: "client-crash", Wire: &faults.Wire{AfterReply: "SETNX"}}, ""}, // a crash needs no bound
+		{faults.Spec{Kind: "client-pause", Wire: &faults.Wire{AfterReply: "SETNX"}}, "must be > 0"},
+		{faults.Spec{Kind: "latency", Amount: sz(time.Second), Wire: &faults.Wire{}}, "exactly one of before"},
+		{faults.Spec{Kind: "latency", Amount: sz(time.Second), Wire: &faults.Wire{Before: "DEL", OK: new(bool)}}, "only meaningful with after-reply"},
 	} {
 		err := tc.s.Validate()
 		switch {

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -45,6 +46,13 @@ type client struct {
 	rec    *recorder
 	res    *resource
 	w      Workload
+	// crashed reports whether a fault killed the client as a reply reached it (a client-crash at a
+	// wire point): it runs no further step and records nothing more.
+	crashed func() bool
+	// calls is the call of the Locker the client is in, for the run to see one overdue.
+	calls calls
+	// leases hears of every lease the client is granted: faults are sized against the longest.
+	leases *leaseSeen
 	// fatal ends the run with err (a client that broke its protocol).
 	fatal func(err error)
 }
@@ -75,8 +83,13 @@ func (c *client) once(ctx context.Context) error {
 	// user's Locker may mark attempts from its own goroutines.
 	var sent atomic.Int64
 	actx = algorithms.WithAttemptHook(actx, func() { sent.Store(c.rec.now()) })
+	answered := c.calls.begin(fmt.Sprintf("acquire (op %d)", acq), c.w.AcquireTimeout)
 	lease, err := c.locker.Acquire(actx)
+	answered()
 	cancel()
+	if c.dead() {
+		return errStop // died in the call: its acquire stays open, as a dead process leaves it
+	}
 	if err != nil {
 		if c.broken(acq, err) { // first: a broken client is reported even when the run is ending
 			return errStop
@@ -92,6 +105,9 @@ func (c *client) once(ctx context.Context) error {
 		}
 		return nil
 	}
+	if c.leases != nil && lease.TTL > 0 {
+		c.leases.saw(lease.TTL)
+	}
 	ttl := int64(lease.TTL)
 	if ttl == 0 && lease.NoExpiry {
 		ttl = history.NoTTL
@@ -105,8 +121,13 @@ func (c *client) once(ctx context.Context) error {
 
 	rel := c.rec.invoke(history.Event{Op: history.OpRelease, Client: c.id, Lock: c.lock, Acq: acq})
 	rctx, cancel := context.WithTimeout(ctx, c.w.ReleaseTimeout)
+	answered = c.calls.begin(fmt.Sprintf("release (op %d)", rel), c.w.ReleaseTimeout)
 	err = c.locker.Release(rctx, lease)
+	answered()
 	cancel()
+	if c.dead() {
+		return errStop
+	}
 	switch {
 	case err == nil:
 		c.rec.complete(rel, history.TypeOk, history.Event{})
@@ -168,11 +189,18 @@ func expired(clock algorithms.Clock, start time.Time, lease algorithms.Lease) bo
 	return lease.Validity > 0 && clock.Now().Sub(start) >= lease.Validity
 }
 
+// dead reports whether a fault killed the client during its last call (crashed).
+func (c *client) dead() bool { return c.crashed != nil && c.crashed() }
+
 // valid asks a Locker that can tell (algorithms.Validator: a renewing watchdog, a session)
 // whether the lease is still held; a Locker that cannot is trusted by its Validity alone.
 func (c *client) valid(lease algorithms.Lease) bool {
 	v, ok := c.locker.(algorithms.Validator)
-	return !ok || v.Valid(lease)
+	if !ok {
+		return true
+	}
+	defer c.calls.begin("validity check", max(c.w.OpTimeout, time.Second))()
+	return v.Valid(lease)
 }
 
 // broken ends the run when err says the client broke its protocol (algorithms.ErrBroken): the

@@ -36,12 +36,17 @@ func (d *decider) observe(e history.Event) {
 }
 
 // wait waits until end, asking decide about the history so far every decideEvery. It returns the
-// verdict the run can stop with and why, or "" when end came or ctx ended first.
-func (d *decider) wait(ctx context.Context, end time.Time) (verdict, why string) {
+// verdict the run can stop with and why, or "" when end came or ctx ended first. While overdue
+// names a client whose call is overdue, no verdict is taken: the history does not show what that
+// client is doing.
+func (d *decider) wait(ctx context.Context, end time.Time, overdue func() string) (verdict, why string) {
 	for {
 		left := time.Until(end)
 		if left <= 0 || !sleep(ctx, min(decideEvery, left)) {
 			return "", ""
+		}
+		if overdue != nil && overdue() != "" {
+			continue
 		}
 		d.mu.Lock()
 		h := &history.History{Meta: d.meta, Events: slices.Clone(d.events)}

@@ -31,6 +31,9 @@ var (
 
 func (r *recorder) now() int64 { return int64(time.Since(r.base)) }
 
+// since writes t as the time since the run's start, as history lines and reports show it.
+func (r *recorder) since(t time.Time) string { return history.FormatNs(int64(t.Sub(r.base))) }
+
 // write appends e to the history. stamp sets its AtNs to the run's clock under the writer's lock
 // (history.Writer.WriteStamped): the clients' invocations and completions are in the file in time
 // order, as Jepsen's histories are, and a reader can cut the file where it likes (history's

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockchaos/lockchaos/algorithms"
@@ -87,7 +88,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Algorithm: cfg.Algorithm, Scenario: cfg.Scenario, Topology: cfg.Topology, Backend: cfg.Backend,
 		Seed: cfg.Seed, Clients: cfg.Clients, TTLNs: int64(cfg.TTL), HoldNs: int64(cfg.Hold),
 		Fencing: cfg.Fencing, Expected: cfg.Expected, StuckAfterNs: int64(cfg.StuckAfter),
-		SessionTimeoutNs: int64(cfg.SessionTimeout), ServerIdleTimeoutNs: int64(cfg.ServerIdleTimeout), Faults: plannedFaults(cfg.Faults),
+		SessionTimeoutNs: int64(cfg.SessionTimeout), ServerIdleTimeoutNs: int64(cfg.ServerIdleTimeout), Faults: plannedFaults(cfg.Faults, cfg.TTL, info.Renews),
 		Started: time.Now().UTC().Format(time.RFC3339Nano), Version: cfg.Version, Command: cfg.Command,
 	}
 	w, err := history.Create(res.HistoryPath, meta)
@@ -125,7 +126,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Cluster, rec *recorder, res *Result, deaths *serverDeaths) error {
-	env := &env{cluster: cl, cfg: cfg, clocks: make([]*skewClock, cfg.Clients+1)}
+	env := &env{cluster: cl, cfg: cfg, clocks: make([]*skewClock, cfg.Clients+1), renews: info.Renews}
 	for i := range env.clocks {
 		env.clocks[i] = &skewClock{}
 	}
@@ -212,7 +213,10 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 			rec.write(history.Event{Type: history.TypeStop, Name: verdict, Detail: why}, true)
 			res.Stopped = verdict + ": " + why
 		}
-		verdict, why := rec.decider.wait(runCtx, phase.Add(cfg.Duration))
+		late := func() string {
+			return overdue(clients, nem.HeldSince, time.Now(), rec.since)
+		}
+		verdict, why := rec.decider.wait(runCtx, phase.Add(cfg.Duration), late)
 		if verdict != "" {
 			stop(verdict, why)
 			nem.StopEarly()
@@ -223,7 +227,7 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 		nem.RecordUnfired()
 		_ = rec.w.Sync()
 		if verdict == "" {
-			if verdict, why = rec.decider.wait(runCtx, phase.Add(cfg.Duration+cfg.Tail)); verdict != "" {
+			if verdict, why = rec.decider.wait(runCtx, phase.Add(cfg.Duration+cfg.Tail), late); verdict != "" {
 				stop(verdict, why)
 			}
 		}
@@ -232,7 +236,14 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 		}
 	}
 	stopClients()
-	wg.Wait()
+	if !waitFor(&wg, answerGrace) {
+		// A client still in a call of its Locker that long after the run ended stopped
+		// answering: the run proves nothing of it (its goroutine is left to the process's end).
+		if err := notAnswering(rec, clients, rec.since); err != nil {
+			return err
+		}
+		wg.Wait()
+	}
 	if panicked != nil {
 		return panicked
 	}
@@ -242,13 +253,31 @@ func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Clust
 	return nil
 }
 
+// waitFor waits for wg at most d; it reports whether wg was done.
+func waitFor(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 // plannedFaults is the meta line's record of the scenario's faults.
-func plannedFaults(specs []faults.Spec) []history.PlannedFault {
+// A fault sized in leases is planned at the run's TTL; each occurrence is sized when it fires.
+func plannedFaults(specs []faults.Spec, ttl, renews time.Duration) []history.PlannedFault {
 	out := make([]history.PlannedFault, len(specs))
 	for i, s := range specs {
 		m := faults.MeaningOf(s)
 		out[i] = history.PlannedFault{Kind: s.Kind, Point: s.Point, Client: s.Client, AtNs: int64(s.At),
-			ForNs: int64(s.For), EveryNs: int64(s.Every), Times: s.Times,
+			ForNs: int64(s.For.Resolve(ttl, renews)), EveryNs: int64(s.Every), Times: s.Times,
 			Clients: s.Clients, Nodes: s.Nodes, Setup: s.Setup, Wire: s.Wire.String(),
 			ActsOn: m.ActsOn, Lasting: m.Lasting}
 	}
@@ -289,7 +318,7 @@ func newClients(cfg Config, info algorithms.Info, cl cluster.Cluster, env *env, 
 		}
 		clients[i] = &client{id: id, lock: acfg.Name, locker: locker, clock: acfg.Clock, point: acfg.Point,
 			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(1000+id))), rec: rec,
-			res: shared, w: cfg.Workload}
+			res: shared, w: cfg.Workload, leases: &env.leases, crashed: func() bool { return nem.Crashed(id) }}
 	}
 	for _, c := range clients {
 		if s, ok := c.locker.(algorithms.Starter); ok {
@@ -319,7 +348,34 @@ type env struct {
 	cfg     Config
 	clocks  []*skewClock
 	lockers []algorithms.Locker // by client, from 0
+	leases  leaseSeen           // the longest lease a client reported
+	renews  time.Duration       // the lock's background renewal period (algorithms.Info.Renews)
 }
+
+// leaseSeen is the longest lease (Lease.TTL) any client reported so far.
+type leaseSeen struct{ ns atomic.Int64 }
+
+// saw notes a lease a client was granted.
+func (l *leaseSeen) saw(ttl time.Duration) {
+	for {
+		cur := l.ns.Load()
+		if int64(ttl) <= cur || l.ns.CompareAndSwap(cur, int64(ttl)) {
+			return
+		}
+	}
+}
+
+// Lease is the lease the lock holds as far as the run knows: the longest a client reported so far,
+// else the run's TTL (faults.Env).
+func (e *env) Lease() time.Duration {
+	if d := time.Duration(e.leases.ns.Load()); d > 0 {
+		return d
+	}
+	return e.cfg.TTL
+}
+
+// Renews is the lock's background renewal period (faults.Env).
+func (e *env) Renews() time.Duration { return e.renews }
 
 // Locker returns client c's Locker (nil for an unknown client), for faults on process clients.
 func (e *env) Locker(c int) algorithms.Locker {

@@ -119,7 +119,7 @@ func (d *fastDecoder) null() bool {
 func (d *fastDecoder) field(key []byte, e *Event) bool {
 	k := string(key) // the compiler does not allocate for a switch on string(bytes)
 	switch k {
-	case "type", "op", "lock", "error", "phase", "name", "target", "point", "detail", "acts_on", "node", "dir", "cmd", "key":
+	case "type", "op", "lock", "error", "phase", "name", "target", "point", "detail", "acts_on", "missed", "node", "dir", "cmd", "key":
 		if d.null() {
 			return true // null leaves a string as it was, as encoding/json does
 		}
@@ -148,6 +148,8 @@ func (d *fastDecoder) field(key []byte, e *Event) bool {
 			e.Detail = string(v)
 		case "acts_on":
 			e.ActsOn = intern(v, actsOnNames)
+		case "missed":
+			e.Missed = string(v)
 		case "node":
 			e.Node = string(v)
 		case "dir":
@@ -182,7 +184,7 @@ func (d *fastDecoder) field(key []byte, e *Event) bool {
 			e.Value = &v
 		}
 		return ok
-	case "id", "client", "acq", "at_ns", "fence", "validity_ns", "ttl_ns", "sent_ns", "fault", "rule":
+	case "id", "client", "acq", "at_ns", "fence", "validity_ns", "ttl_ns", "sent_ns", "fault", "rule", "outlast_ns":
 		if d.null() {
 			return true
 		}
@@ -215,6 +217,8 @@ func (d *fastDecoder) field(key []byte, e *Event) bool {
 			e.SentNs = v
 		case "fault":
 			e.Fault = v
+		case "outlast_ns":
+			e.OutlastNs = v
 		case "rule":
 			if int64(int(v)) != v {
 				return false

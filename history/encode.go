@@ -92,6 +92,12 @@ func AppendJSON(dst []byte, e Event) []byte {
 		b, _ := json.Marshal(e.TargetNodes) // strings always marshal
 		dst = append(dst, b...)
 	}
+	if e.OutlastNs != 0 {
+		dst = appendInt(dst, "outlast_ns", e.OutlastNs)
+	}
+	if e.Missed != "" {
+		dst = appendStr(dst, "missed", e.Missed)
+	}
 	for _, f := range [...]struct{ k, v string }{
 		{"node", e.Node}, {"dir", e.Dir}, {"cmd", e.Cmd}, {"key", e.Key},
 	} {

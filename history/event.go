@@ -138,6 +138,17 @@ type Event struct {
 	// whether the line is its arming, and the clients and nodes it targets, as resolved. Read
 	// it with Meaning, which also knows the lines written before these fields.
 	FaultMeaning
+	// OutlastNs, on a start line, is the lease (plus the lock's background renewal period) the
+	// occurrence was sized to outlast, as the lock held it when the fault fired (docs/design.md#faults-sized-to-the-lease):
+	// an occurrence that lasted less, or under a lock whose lease turned out longer, put nothing
+	// at risk, and the checker says so. 0 for a fault not sized to outlast the lease.
+	OutlastNs int64 `json:"outlast_ns,omitempty"`
+	// Missed, on an end line, says what the occurrence was meant to bring about and did not, as
+	// the nemesis saw at its end: it waited for another client to reach its until point and its
+	// cap (or the fault phase) ran out first, or it lasted less than the lease it was sized to
+	// outlast, the lease having grown since it fired. The moment the fault aims at never came:
+	// the checker takes it as missing evidence (docs/design.md#faults-sized-to-the-lease).
+	Missed string `json:"missed,omitempty"`
 
 	// Wire fields (Type == TypeWire), with Client and Detail (the message, e.g. "DEL lock" or
 	// ":1"). Cmd and Key are the request's, also on its reply.

@@ -42,6 +42,10 @@ type FaultSpan struct {
 	Start  int64
 	End    int64
 	Error  string // set when injecting or healing the fault failed
+	// OutlastNs is the lease the occurrence was sized to outlast (Event.OutlastNs), 0 if none;
+	// Missed what it did not bring about, from its end line (Event.Missed), "" if nothing.
+	OutlastNs int64
+	Missed    string
 	// FaultMeaning is what the fault did, from its start line (Event.Meaning: also for the
 	// lines written before they carried it).
 	FaultMeaning

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -52,8 +53,12 @@ func TestRead(t *testing.T) {
 // TestAppendJSONRoundTrip: the hand-written encoder writes what the decoder reads back.
 func TestAppendJSONRoundTrip(t *testing.T) {
 	e := Event{Type: TypeFault, Phase: PhaseStart, Fault: 3, Name: "client-pause", Target: `<script>"x"</script>`,
-		Point: "cs:before-write", Detail: "é\n", AtNs: 42, Error: `a\b`}
+		Point: "cs:before-write", Detail: "é\n", AtNs: 42, Error: `a\b`, OutlastNs: 1500, Missed: "ended by its cap"}
+	e.ActsOn, e.TargetClients = ActsOnProcess, []int{2}
 	line := AppendJSON(nil, e)
+	if want, _ := json.Marshal(e); string(line) != string(want)+"\n" {
+		t.Errorf("AppendJSON wrote\n%s\nencoding/json writes\n%s", line, want)
+	}
 	h, err := Read(strings.NewReader(`{"type":"meta"}` + "\n" + string(line)))
 	if err != nil {
 		t.Fatal(err)

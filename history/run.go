@@ -153,10 +153,12 @@ func addFault(run *Run, index map[int64]int, e *Event) {
 	case PhaseStart:
 		index[e.Fault] = len(run.Faults)
 		run.Faults = append(run.Faults, FaultSpan{ID: e.Fault, Rule: e.Rule, Name: e.Name, Target: e.Target,
-			Point: e.Point, Detail: e.Detail, Start: e.AtNs, End: Never, Error: e.Error, FaultMeaning: e.Meaning()})
+			Point: e.Point, Detail: e.Detail, Start: e.AtNs, End: Never, Error: e.Error, FaultMeaning: e.Meaning(),
+			OutlastNs: e.OutlastNs})
 	case PhaseEnd:
 		if j, ok := index[e.Fault]; ok {
 			run.Faults[j].End = e.AtNs
+			run.Faults[j].Missed = e.Missed
 			if e.Error != "" {
 				run.Faults[j].Error = e.Error
 			}

@@ -80,7 +80,10 @@ func TestPlanEveryTopology(t *testing.T) {
 			}
 			ran++
 			for _, f := range it.cell.Faults {
-				if f.Refinement || (f.Point != "" && !slices.Contains(cellPoints, f.Point)) {
+				if f.Wire != nil && top.Wire == "" {
+					t.Errorf("%s × %s: fault %s on the wire, which is not parsed there", top.Name, it.cell.Scenario, f.Kind)
+				}
+				if f.Point != "" && !slices.Contains(cellPoints, f.Point) {
 					t.Errorf("%s × %s: fault %s at %q, a point the user's lock does not mark", top.Name, it.cell.Scenario, f.Kind, f.Point)
 				}
 			}

@@ -8,8 +8,11 @@ import (
 
 // The catalogue (docs/design.md#catalogue-and-expectations). Every fault is aimed by an event — the first holder, at the named
 // point where the published failure happens — so each known bug shows within seconds, not after
-// minutes of random hope. TTLs are short (500 ms) for the same reason; the faults are sized from
-// them (a pause of TTL+δ, a jump of ≥ TTL).
+// minutes of random hope. TTLs are short (500 ms) for the same reason. The faults are sized in
+// leases of the lock under test (docs/design.md#faults-sized-to-the-lease: a pause of lease+δ, a jump of one lease), resolved
+// when they fire against the lease the lock really holds — what its clients report, else the run's
+// TTL — so at the catalogue's 500 ms they are what they always were, and a library that holds a
+// 1 s lease meets a pause of 1.4 s, not 900 ms.
 
 const ttl = 500 // ms, the catalogue's lease
 
@@ -29,7 +32,7 @@ var std = Workload{Clients: 5, TTL: ms(ttl), Hold: ms(10), Duration: ms(2000), S
 // the lock — it wins redis-3..5 — or for wait at most (less than client 1's lease): the moment
 // the failure does harm, whatever the Redlock's retry timing. A fault on one node of a full
 // majority of five would not matter.
-func BareMajority(hit faults.Spec, clients int, wait faults.Duration) []faults.Spec {
+func BareMajority(hit faults.Spec, clients int, wait faults.Size) []faults.Spec {
 	if hit.Point == "" {
 		hit.Point = "cs:acquired"
 	}
@@ -44,10 +47,45 @@ func BareMajority(hit faults.Spec, clients int, wait faults.Duration) []faults.S
 	}
 	for c := 2; c <= clients; c++ {
 		specs = append(specs, faults.Spec{Kind: "client-stall", Point: "cs:before-acquire", Client: c,
-			Until: "cs:acquired", For: ms(1000), Setup: true})
+			Until: "cs:acquired", For: fixed(1000), Setup: true})
 	}
 	return append(specs, hit,
 		faults.Spec{Kind: "client-stall", Point: hit.Point, Client: 1, Until: "cs:before-read", For: wait})
+}
+
+// The faults of partition, latency and slow-release, which variants reuse.
+var (
+	partition = []faults.Spec{
+		{Kind: "partition", Point: "cs:acquired", Clients: "trigger", AtLeast: outlast(2, 300),
+			Until: "cs:before-read", For: outlast(3, 300)},
+		{Kind: "client-stall", Point: "cs:acquired", For: outlast(1, 300)},
+	}
+	latency = []faults.Spec{{Kind: "latency", Point: "cs:before-acquire", Skip: 6, Amount: leases(1, 300),
+		Wire: &faults.Wire{AfterReply: "*", OK: &succeeded, Until: "cs:before-read"}}}
+	slowRelease = []faults.Spec{
+		{Kind: "latency", Point: "cs:before-release", Skip: 3, Amount: leases(3, 0),
+			Wire: &faults.Wire{Before: "*", Until: "cs:before-read"}},
+		{Kind: "latency", Point: "cs:before-release", Skip: 6, Times: 3, Amount: leases(3, 0),
+			Wire: &faults.Wire{AfterReply: "*", Until: "cs:before-read"}},
+	}
+)
+
+// heldFor returns specs without their until points: each fault lasts its cap (For, or a wire
+// latency's Amount). For a lock that nobody can take over while the fault holds its holder (no
+// expiry, a session the fault keeps), an until could never happen, and a run that waited for one
+// would prove nothing (docs/design.md#faults-sized-to-the-lease); the fixed fault says what it does.
+func heldFor(specs []faults.Spec) []faults.Spec {
+	out := make([]faults.Spec, len(specs))
+	for i, s := range specs {
+		s.Until, s.AtLeast = "", faults.Size{}
+		if s.Wire != nil {
+			w := *s.Wire
+			w.Until = ""
+			s.Wire = &w
+		}
+		out[i] = s
+	}
+	return out
 }
 
 // The catalogue is registered during package-variable initialization, before any init function,
@@ -62,12 +100,21 @@ func registerCatalogue() bool {
 		Expect:   all("S"),
 	})
 	register(Scenario{
-		Name:       "client-crash",
-		Summary:    "The first holder crashes right after acquiring (setnx-expire: between SETNX and EXPIRE) and never releases.",
+		Name: "client-crash",
+		Summary: "The first client whose command succeeds dies as that reply reaches it (between SETNX and its EXPIRE, " +
+			"for a lock that takes two commands), and the next holder crashes right after acquiring; neither releases.",
 		Reproduces: "seed 002 problem 1: a lock without expiry is never deleted when its holder dies",
-		Needs:      "a crash at cs:acquired (acquire:after-setnx for setnx-expire)",
-		Workload:   std.merge(Workload{StuckAfter: ms(1500)}),
-		Faults:     []faults.Spec{{Kind: "client-crash", Point: "cs:acquired"}},
+		Needs:      "a crash at the first successful reply on the wire and at cs:acquired (acquire:after-setnx for setnx-expire)",
+		// The wire crash reaches any lock whose links are parsed (Redis, ZooKeeper), in any
+		// language and marking no point (docs/design.md#faults-sized-to-the-lease): the client dies as the first reply that
+		// took effect reaches it — after a SETNX, before the PEXPIRE a two-command lock sends next,
+		// so its key stays for good; after a SET NX PX, a lease that expires. cs:acquired then
+		// crashes a holder of the whole lock, as a process dies between two steps of its work.
+		Workload: std.merge(Workload{StuckAfter: ms(1500)}),
+		Faults: []faults.Spec{
+			{Kind: "client-crash", Wire: &faults.Wire{AfterReply: "*", OK: &succeeded}, Refinement: true},
+			{Kind: "client-crash", Point: "cs:acquired"},
+		},
 		Variants: map[string]Variant{
 			"setnx-expire": {Faults: []faults.Spec{{Kind: "client-crash", Point: "acquire:after-setnx"}}},
 		},
@@ -80,10 +127,11 @@ func registerCatalogue() bool {
 		Reproduces: "Kleppmann, How to do distributed locking (the GC pause); Jepsen etcd 3.4.3",
 		Needs:      "pause > TTL (or session timeout) at cs:before-write",
 		Workload:   std,
-		Faults:     []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: ms(ttl + 400)}},
+		Faults:     []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: outlast(1, 400)}},
 		Variants: map[string]Variant{
 			// The server notices a silent session only after the timeout plus up to a tick.
-			"zookeeper": {Faults: []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: ms(2000)}}},
+			// Sized against the session (1 s), which is the lease a ZooKeeper lock reports.
+			"zookeeper": {Faults: []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: leases(2, 0)}}},
 			// getset: at the thirteenth write, in the steady state, for 3×TTL. Paused at the first,
 			// the holder's lease is taken over by a waiter whose first acquire, called at 0,
 			// returns past its own validity and is never used, so nobody held when the late
@@ -94,7 +142,7 @@ func registerCatalogue() bool {
 			// finds another value and the key stands one more TTL, unheld: with a pause of
 			// TTL+400 ms the late write then fell in that gap (2 of 20 runs of make reproduce).
 			// 3×TTL outlasts it, and a waiter that called after the first timeouts holds.
-			"getset": {Faults: []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", Skip: 12, For: ms(3 * ttl)}}},
+			"getset": {Faults: []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", Skip: 12, For: outlast(3, 0)}}},
 		},
 		Expect: expect("S: others wait, the lock never expires", "Uc", "Uc", "Uc", "Uc", "Uc", "Uc"),
 	})
@@ -104,7 +152,7 @@ func registerCatalogue() bool {
 		Reproduces: "seed 000 时间戳的问题: a timestamp lock needs the clients' clocks to agree",
 		Needs:      "offset > TTL on a client that waits while another holds",
 		Workload:   std,
-		Faults:     []faults.Spec{{Kind: "clock-skew", Clients: "2", Amount: ms(3 * ttl)}},
+		Faults:     []faults.Spec{{Kind: "clock-skew", Clients: "2", Amount: leases(3, 0)}},
 		Expect:     expect("S", "S", "S", "Us", "S", "S", "S"),
 	})
 	register(Scenario{
@@ -135,17 +183,15 @@ func registerCatalogue() bool {
 		// keep the lock held nearly all the time; the request timeout (3×TTL) keeps the releasing
 		// client waiting for its held reply rather than closing the connection.
 		Workload: std.merge(Workload{Hold: ms(150), Duration: ms(3000), OpTimeout: ms(3 * ttl), ReleaseTimeout: ms(3000)}),
-		Faults: []faults.Spec{
-			{Kind: "latency", Point: "cs:before-release", Skip: 3, Amount: ms(3 * ttl),
-				Wire: &faults.Wire{Before: "*", Until: "cs:before-read"}},
-			{Kind: "latency", Point: "cs:before-release", Skip: 6, Times: 3, Amount: ms(3 * ttl),
-				Wire: &faults.Wire{AfterReply: "*", Until: "cs:before-read"}},
-		},
+		Faults:   slowRelease,
 		Variants: map[string]Variant{
 			// Nobody takes a ZooKeeper lock over while its holder's znode stands, so the first
 			// fault holds the held delete its whole 1.5 s, and a loaded run then reached only 5
 			// of the 7 releases before its end (1 of 20 runs at --parallel 2, 5 of 20 at 4).
 			"zookeeper": {Workload: Workload{Duration: ms(4500)}},
+			// setnx's key never expires: nobody takes it over while its DEL is held, and the
+			// first fault holds it its whole cap, as it always did.
+			"setnx": {Faults: append(heldFor(slowRelease[:1]), slowRelease[1:]...)},
 		},
 		Expect: expect("S: no expiry, the DEL is the holder's own", "Us", "Us", "Us: the GET's late reply leads its DEL to the new holder's key", "S", "S", "S"),
 	})
@@ -184,7 +230,7 @@ func registerCatalogue() bool {
 			// Requests of at most 20 ms, as in clock-jump: with TTL/10 (200 ms) a Redlock that
 			// waits out its two cut-off nodes on every attempt, twice (user-redlock unlocks every
 			// node after a failed one), let client 1 win no majority in 6 of 20 runs.
-			"redlock": {Faults: BareMajority(faults.Spec{Kind: "restart"}, 2, ms(1000)),
+			"redlock": {Faults: BareMajority(faults.Spec{Kind: "restart"}, 2, leases(0.5, 0)),
 				Workload: Workload{Clients: 2, Duration: ms(3000), TTL: ms(2000), OpTimeout: ms(20)}},
 			// The ZooKeeper family keeps the 2 s of its measurements: its lease is the session. A
 			// ZooKeeper restart (a JVM) took up to 2 s in a loaded selftest, all of it at the
@@ -204,12 +250,12 @@ func registerCatalogue() bool {
 		Reproduces: "Kleppmann: Redlock and a server clock jump",
 		Needs:      "jump ≥ TTL while the lock is held",
 		Workload:   std.merge(Workload{Hold: ms(200)}),
-		Faults:     []faults.Spec{{Kind: "clock-jump", Point: "cs:acquired", Nodes: "master", Amount: ms(ttl)}},
+		Faults:     []faults.Spec{{Kind: "clock-jump", Point: "cs:acquired", Nodes: "master", Amount: leases(1, 0)}},
 		Variants: map[string]Variant{
 			// Requests of at most 20 ms: a Redlock waits out its two cut-off nodes on every attempt
 			// (user-redlock twice, as it unlocks every node after a failed one), and with TTL/10
 			// client 2's winning attempt came after client 1's lease (seed 1).
-			"redlock": {Faults: BareMajority(faults.Spec{Kind: "clock-jump", Amount: ms(ttl)}, 2, ms(350)),
+			"redlock": {Faults: BareMajority(faults.Spec{Kind: "clock-jump", Amount: leases(1, 0)}, 2, leases(0.7, 0)),
 				Workload: Workload{Clients: 2, OpTimeout: ms(20)}},
 		},
 		Expect: expect("S: the key has no TTL", "Us", "Us", "S: the expiry is in the value, read by client clocks", "Us", "Us",
@@ -240,18 +286,14 @@ func registerCatalogue() bool {
 		// its write. Any lock reaches both faults: they are the harness's own points. Holds of
 		// 150 ms keep the lock held nearly all the time.
 		Workload: std.merge(Workload{Hold: ms(150), AcquireTimeout: ms(4000), StuckAfter: ms(1500), Duration: ms(2500), Tail: ms(1000)}),
-		Faults: []faults.Spec{
-			{Kind: "partition", Point: "cs:acquired", Clients: "trigger", AtLeast: ms(2*ttl + 300),
-				Until: "cs:before-read", For: ms(3*ttl + 300)},
-			{Kind: "client-stall", Point: "cs:acquired", For: ms(ttl + 300)},
-		},
+		Faults:   partition,
 		Variants: map[string]Variant{
 			// A ZooKeeper lock has no validity of its own: the holder believes it until its client
 			// is told the session expired (the recipe's Valid, Curator's LOST). The caveat is a
 			// holder that writes while still cut off, after the ensemble expired its session (1 s
 			// and a tick): partition 2.3 s, write at 1.6 s. One that writes after the heal has been
 			// told, and skips its write (zookeeper-ignore-session's cell, scenarios/catches.go).
-			"zookeeper": {Faults: []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2300)}},
+			"zookeeper": {Faults: []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: leases(2, 300)}},
 				Workload: Workload{Hold: ms(1600), AcquireTimeout: ms(4000), StuckAfter: ms(3000), Tail: ms(1000)}},
 			// setnx: the cut-off holder's next SETNX waits in the partition behind its DEL, so
 			// at the heal it frees the lock and takes it again at once; re-acquiring within a
@@ -259,7 +301,10 @@ func registerCatalogue() bool {
 			// the danger window — no contended grant, unknown (a selftest of make test, and 1 to
 			// 3 in 5 matrices at --parallel 6). A think time of 30 ms after each release lets
 			// a waiter in at the holder's first release after the heal.
-			"setnx": {Workload: Workload{Think: ms(30)}},
+			// The lock never expires, so nobody takes it over while its holder is cut off: the
+			// partition lasts its whole cap, as it always did, and says so rather than wait for
+			// a takeover that cannot come (docs/design.md#faults-sized-to-the-lease: an until that never happened).
+			"setnx": {Workload: Workload{Think: ms(30)}, Faults: heldFor(partition)},
 		},
 		// setnx: its DEL, held in the partition, arrives at the heal and frees the lock (stuck while
 		// the partition dropped it). setnx-expire and setnx-px: the plain DEL arrives after the key
@@ -286,8 +331,7 @@ func registerCatalogue() bool {
 		// a lock without expiry (setnx) is never taken over, and a reply held past its client's
 		// timeout would leave its key set for good — a lost reply, not a slow one.
 		Workload: std.merge(Workload{OpTimeout: ms(2 * ttl), Hold: ms(150), Think: ms(30), AcquireTimeout: ms(4000)}),
-		Faults: []faults.Spec{{Kind: "latency", Point: "cs:before-acquire", Skip: 6, Amount: ms(ttl + 300),
-			Wire: &faults.Wire{AfterReply: "*", OK: &succeeded, Until: "cs:before-read"}}},
+		Faults:   latency,
 		Variants: map[string]Variant{
 			// A quorum lock asks its nodes in parallel: every reply that wins a node is held (Each),
 			// so the majority comes after the lease ran out — for a lock whose request timeout
@@ -305,14 +349,19 @@ func registerCatalogue() bool {
 			// with five, client 1 seldom won a majority in the 2 s (user-redlock-no-validity was
 			// missed in 1 of 4 seeds, client 1 granted only after the faults).
 			"redlock": {Faults: []faults.Spec{
-				{Kind: "latency", Point: "cs:before-acquire", Client: 1, Times: -1, Amount: ms(ttl + 300),
+				{Kind: "latency", Point: "cs:before-acquire", Client: 1, Times: -1, Amount: leases(1, 300),
 					Wire: &faults.Wire{AfterReply: "*", OK: &succeeded, Until: "cs:before-read", Each: true}},
-				{Kind: "client-pause", Point: "acquire:after-quorum", For: ms(ttl + 300), Refinement: true},
+				{Kind: "client-pause", Point: "acquire:after-quorum", For: leases(1, 300), Refinement: true},
 			}, Workload: Workload{Clients: 3}},
 			// A ZooKeeper lock has no lease for a held reply to outlast: its lease is the session,
 			// and holding a reply holds that connection's heartbeats (client-pause and partition
 			// reach that). Latency on a minority of the ensemble shows the quorum carries on.
-			"zookeeper": {Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "minority", Amount: ms(ttl/2 + 50)}}},
+			"zookeeper": {Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: fixed(1500), Nodes: "minority", Amount: fixed(ttl/2 + 50)}}},
+			// No takeover can come while the winning reply is held: setnx's key never expires,
+			// and setnx-expire's EXPIRE waits behind the held SETNX reply. The reply is held its
+			// whole cap, as it always was.
+			"setnx":        {Faults: heldFor(latency)},
+			"setnx-expire": {Faults: heldFor(latency)},
 		},
 		// setnx-px: its plain DEL, sent after the late reply told it its lease had run out, removes
 		// the key of the client granted meanwhile: an illegal grant follows, and the overlap it
@@ -370,7 +419,7 @@ func registerCatalogue() bool {
 		// CI's selftest once saw no grant after the kill (zookeeper unknown, seed 416901). A safe
 		// run stops once decided anyway, a session after the restarted node is back.
 		Workload: std.merge(Workload{Duration: ms(4000), Hold: ms(200), SessionTimeout: ms(3000), AcquireTimeout: ms(3000)}),
-		Faults:   []faults.Spec{{Kind: "restart", Point: "cs:acquired", Skip: 3, For: ms(1000), Nodes: "leader"}},
+		Faults:   []faults.Spec{{Kind: "restart", Point: "cs:acquired", Skip: 3, For: fixed(1000), Nodes: "leader"}},
 		Expect: map[string]string{
 			"zookeeper": "S", "setnx": na("a ZooKeeper scenario"), "setnx-expire": na("a ZooKeeper scenario"),
 			"setnx-px": na("a ZooKeeper scenario"), "getset": na("a ZooKeeper scenario"),

@@ -30,7 +30,7 @@ func init() {
 	// next holder's lock. Pinned here, apart from the zookeeper variant, which shows the
 	// session-expiry caveat (a holder that writes while still cut off cannot know).
 	vary("partition", "zookeeper-ignore-session", Variant{
-		Faults:   []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2*ttl + 300)}},
+		Faults:   []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: fixed(2*ttl + 300)}},
 		Workload: Workload{Hold: ms(2*ttl + 700), AcquireTimeout: ms(4000), StuckAfter: ms(2500), Tail: ms(1000)},
 	})
 	catch("partition", "token-watchdog-blind", "Uc: renewals fail under the partition; the blind holder writes anyway")
@@ -60,7 +60,7 @@ func init() {
 	// still send their GETSET): 20 of 20 seeds, 12 of them two or three at a time.
 	race := slices.Clone(must("getset-race").Faults)
 	for _, d := range []int{100, 140, 180, 220} { // four chances, 40 ms apart, to land on a holder
-		race = append(race, faults.Spec{Kind: "client-pause", Point: "acquire:before-getset", Times: 1, For: ms(ttl + d)})
+		race = append(race, faults.Spec{Kind: "client-pause", Point: "acquire:before-getset", Times: 1, For: leases(1, d)})
 	}
 	vary("getset-race", "getset", Variant{Faults: race, Workload: Workload{Hold: ms(30), AcquireTimeout: ms(3000)}})
 	catch("getset-race", "getset-blind-takeover", "Us: several waiters GETSET the expired value and all hold")

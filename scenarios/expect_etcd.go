@@ -23,9 +23,9 @@ func init() {
 		// renewed every TTL/3 by the session's keepalive, and etcd revokes expired leases only every
 		// 500 ms, so a silent holder loses its key 0.7–1.5 s after it fell silent. The pause and the
 		// partition are sized as ZooKeeper's are against its session expiry.
-		vary("client-pause", alg, Variant{Faults: []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: ms(2000)}}})
+		vary("client-pause", alg, Variant{Faults: []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: fixed(2000)}}})
 		vary("partition", alg, Variant{
-			Faults:   []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2000)}},
+			Faults:   []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: fixed(2000)}},
 			Workload: Workload{Hold: ms(2500), StuckAfter: ms(3500)},
 		})
 		// etcd speaks gRPC over HTTP/2, which lockchaos does not parse (docs/design.md#wire-points: not until
@@ -33,8 +33,9 @@ func init() {
 		// release is delayed by latency on its links from cs:before-release, and latency is timed on a
 		// minority of the cluster, as for ZooKeeper.
 		vary("slow-release", alg, Variant{Faults: []faults.Spec{{Kind: "slow-release", Point: "cs:before-release", Skip: 3,
-			Amount: ms(2*500 + 300), For: ms(3 * 500)}}})
-		vary("latency", alg, Variant{Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: ms(1500), Nodes: "minority", Amount: ms(500/2 + 50)}}})
+			Amount: fixed(2*500 + 300), For: fixed(3 * 500)}}})
+		vary("latency", alg, Variant{Faults: []faults.Spec{{Kind: "latency", At: ms(300), For: fixed(1500), Nodes: "minority", Amount: fixed(500/2 + 50)}}})
+		vary("client-crash", alg, Variant{Faults: []faults.Spec{{Kind: "client-crash", Point: "cs:acquired"}}})
 	}
 	Expect("etcd", map[string]string{
 		"baseline":     "S",

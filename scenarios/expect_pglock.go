@@ -24,7 +24,7 @@ func init() {
 	// after the holder's first heartbeat (2 of 3 seeds; in the third every acquire under way had
 	// seen the RVN move, and the next began 1 s in, after the pause). 3×TTL+400 ms spans a whole
 	// acquire begun after the pause did, whatever the phase.
-	vary("client-pause", "pglock", Variant{Faults: []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: ms(3*ttl + 400)}}})
+	vary("client-pause", "pglock", Variant{Faults: []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: outlast(3, 400)}}})
 	Expect("pglock", map[string]string{
 		"baseline":              "S",
 		"client-crash":          "S: the crashed holder's heartbeats stop, and a waiter steals the row a lease later",

@@ -35,7 +35,7 @@ func init() {
 	// until the promotion is done.)
 	vary("failover", "@postgres-standby", Variant{Faults: []faults.Spec{
 		{Kind: "failover", Point: "cs:acquired", Nodes: "master"},
-		{Kind: "client-stall", Point: "cs:before-release", Until: "cs:acquired", For: ms(2000)},
+		{Kind: "client-stall", Point: "cs:before-release", Until: "cs:acquired", For: fixed(2000)},
 	}})
 	standby := map[string]string{
 		"baseline": "S",

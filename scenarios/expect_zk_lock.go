@@ -32,7 +32,7 @@ import "github.com/lockchaos/lockchaos/faults"
 // Sources: samuel/go-zookeeper #20 and #229; Curator's session-expiry caveat (CURATOR-206).
 func init() {
 	vary("partition", "zk-lock", Variant{
-		Faults:   []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: ms(2*ttl + 300)}},
+		Faults:   []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: fixed(2*ttl + 300)}},
 		Workload: Workload{Hold: ms(2*ttl + 700), AcquireTimeout: ms(4000), StuckAfter: ms(2500), Tail: ms(1000)},
 	})
 	Expect("zk-lock", map[string]string{

@@ -16,7 +16,7 @@ import (
 func TestEveryRoadAgrees(t *testing.T) {
 	for _, top := range cluster.AllTopologies() {
 		for _, kind := range faults.KindNames() {
-			f := faults.Spec{Kind: kind, Point: "cs:acquired", For: ms(100), Amount: ms(100), Nodes: "master"}
+			f := faults.Spec{Kind: kind, Point: "cs:acquired", For: fixed(100), Amount: fixed(100), Nodes: "master"}
 			s := Scenario{Name: "probe-" + kind, Summary: "probe", Faults: []faults.Spec{f}}
 			want := faults.Unavailable(f, top)
 			for _, lock := range []algorithms.Info{
@@ -44,5 +44,43 @@ func TestEveryRoadAgrees(t *testing.T) {
 		if _, err := algorithms.Reference(top.Name); err != nil {
 			t.Errorf("%s: %v (mark one algorithm ReferenceOn it)", top.Name, err)
 		}
+	}
+}
+
+// TestWireRefinementLeftOut: the catalogue's client-crash aims first at the wire, which only Redis's
+// and ZooKeeper's links show: a lock on a topology whose links are not parsed (etcd, SQL) runs the
+// cell with its crash at cs:acquired alone, not n/a and not waiting for a reply it never sees.
+func TestWireRefinementLeftOut(t *testing.T) {
+	for _, top := range cluster.AllTopologies() {
+		c, err := must("client-crash").CellFor(algorithms.Info{Name: "mine", Topologies: []string{top.Name}}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wire := 0
+		for _, f := range c.Faults {
+			if f.Wire != nil {
+				wire++
+			}
+		}
+		if c.NA != "" || (wire > 0) != (top.Wire != "") || len(c.Faults)-wire != 1 {
+			t.Errorf("a lock on %s (wire %q) × client-crash: n/a %q, faults %+v", top.Name, top.Wire, c.NA, c.Faults)
+		}
+	}
+}
+
+// TestOwnTopologyVariants: a lock whose first topology is redis-cluster (a process client's
+// manifest, a user's lock) takes the "@redis-cluster" variants there, as a built-in run there with
+// --topology does: node-kill's longer stuck limit.
+func TestOwnTopologyVariants(t *testing.T) {
+	mine, err := must("node-kill").CellFor(algorithms.Info{Name: "mine", Topologies: []string{"redis-cluster"}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := must("node-kill").CellOn("token", "redis-cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mine.Workload.StuckAfter != token.Workload.StuckAfter || mine.Workload.Duration != token.Workload.Duration {
+		t.Errorf("a lock of redis-cluster's own × node-kill: workload %+v, token there %+v", mine.Workload, token.Workload)
 	}
 }

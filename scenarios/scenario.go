@@ -3,6 +3,7 @@
 package scenarios
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -184,13 +185,14 @@ func (s Scenario) CellFor(lock algorithms.Info, topology string) (Cell, error) {
 	if mutant {
 		keys = append(keys, algorithm) // a variant of the mutant's own wins
 	}
-	natural := ""
-	if topology != "" {
-		natural = s.naturalTopology(keys, lock)
-		keys = append(keys, "@"+topology, real+"@"+topology)
-		if mutant {
-			keys = append(keys, algorithm+"@"+topology)
-		}
+	// The variants of the topology the cell runs on apply after the others, whether it was chosen
+	// or is the lock's own: a process client or a user's lock whose first topology is
+	// redis-cluster takes its "@redis-cluster" variants as a built-in run there does.
+	natural := s.naturalTopology(keys, lock)
+	on := cmp.Or(topology, natural)
+	keys = append(keys, "@"+on, real+"@"+on)
+	if mutant {
+		keys = append(keys, algorithm+"@"+on)
 	}
 	for _, key := range keys {
 		if v, ok := s.Variants[key]; ok {
@@ -206,7 +208,6 @@ func (s Scenario) CellFor(lock algorithms.Info, topology string) (Cell, error) {
 			c.Workload = c.Workload.merge(v.Workload)
 		}
 	}
-	c.Faults = offered(c.Faults, lock)
 	code, ok := s.Expect[algorithm]
 	if !ok {
 		code, ok = extraExpect[s.Name][algorithm]
@@ -226,6 +227,7 @@ func (s Scenario) CellFor(lock algorithms.Info, topology string) (Cell, error) {
 	if where == "" {
 		where = s.naturalTopology(keys, lock)
 	}
+	c.Faults = offered(c.Faults, lock, where)
 	if why := s.cannotShow(c, where); why != "" {
 		if ok && !strings.HasPrefix(code, "-") {
 			return c, fmt.Errorf("scenario %s: %s on %s is expected %q, but %s (write \"-: why\")",
@@ -300,18 +302,25 @@ func (s Scenario) cannotShow(c Cell, where string) string {
 	return ""
 }
 
-// offered leaves out of a cell the refinements (faults.Spec.Refinement) at a named point the
-// algorithm does not mark: a point of a built-in's own acquire or release ("acquire:after-quorum")
-// is a refinement for the locks that mark it (docs/design.md#mutants, §14), never a requirement — the
-// harness's points and the wire reach every lock, and a fault that could never fire would leave
-// the cell without evidence. Other faults stay: a user's own scenario may aim at a point their
-// lock calls without declaring it.
-func offered(fs []faults.Spec, lock algorithms.Info) []faults.Spec {
+// offered leaves out of a cell the refinements (faults.Spec.Refinement) it cannot aim: at a named
+// point the lock does not mark (a point of a built-in's own acquire or release,
+// "acquire:after-quorum"), or at a command on the wire of a topology whose links lockchaos does not
+// parse. A refinement is never a requirement — the harness's points and, where parsed, the wire
+// reach every lock — and a fault that could never fire would leave the cell without evidence.
+// Other faults stay: a user's own scenario may aim at a point their lock calls without declaring
+// it, and a cell whose other faults cannot act on its topology is n/a (cannotShow).
+func offered(fs []faults.Spec, lock algorithms.Info, where string) []faults.Spec {
+	top, known := cluster.LookupTopology(where)
 	var out []faults.Spec
 	for _, f := range fs {
-		if !f.Refinement || slices.Contains(lock.Points, f.Point) {
-			out = append(out, f)
+		switch {
+		case !f.Refinement:
+		case f.Point != "" && !strings.HasPrefix(f.Point, "cs:") && !slices.Contains(lock.Points, f.Point):
+			continue
+		case known == nil && faults.Unavailable(f, top) != "":
+			continue
 		}
+		out = append(out, f)
 	}
 	if len(out) == len(fs) {
 		return fs
@@ -454,3 +463,21 @@ func order(name string) string {
 }
 
 func ms(n int) Duration { return Duration(time.Duration(n) * time.Millisecond) }
+
+// fixed is n ms as a fault's size, whatever the lock's lease: a wait or a timing of the scenario's
+// own, or a size measured against a session rather than a lease.
+func fixed(n int) faults.Size { return faults.Fixed(time.Duration(n) * time.Millisecond) }
+
+// leases is n leases of the lock under test plus plus ms (docs/design.md#faults-sized-to-the-lease), resolved when the fault
+// fires: at the catalogue's 500 ms lease, n×500+plus ms, and longer for a lock that holds longer.
+func leases(n float64, plus int) faults.Size {
+	return faults.Leases(n, time.Duration(plus)*time.Millisecond)
+}
+
+// outlast is n leases and one renewal period of the lock under test, plus plus ms: the length of
+// a fault that must outlast the lease however a background renewal extended it (docs/design.md#faults-sized-to-the-lease).
+func outlast(n float64, plus int) faults.Size {
+	z := leases(n, plus)
+	z.Renewals = 1
+	return z
+}

@@ -58,7 +58,7 @@ type longResult struct {
 func soakConfig(d time.Duration, dir string) harness.Config {
 	return harness.Config{Algorithm: "token", Scenario: "soak", Duration: d, Tail: time.Second, Seed: 1, Dir: dir,
 		Faults: []faults.Spec{{Kind: "partition", At: faults.Duration(5 * time.Second),
-			Every: faults.Duration(10 * time.Second), Times: -1, For: faults.Duration(time.Second), Clients: "1"}}}
+			Every: faults.Duration(10 * time.Second), Times: -1, For: faults.Fixed(time.Second), Clients: "1"}}}
 }
 
 const soakDescription = "token on redis-single, 5 clients, hold 10ms, think ≤ 5ms, TTL 1s, proxies on, client 1 " +

@@ -169,15 +169,15 @@ func (s setup) scenario(e *Experiment, v time.Duration) scenarios.Scenario {
 	f := faults.Spec{Kind: e.Fault, Point: e.Point}
 	switch e.Fault {
 	case KindPause:
-		f.For = d(v)
+		f.For = faults.Fixed(v)
 	case KindSlow:
-		f.Amount, f.For = d(v), d(v+s.ttl)
+		f.Amount, f.For = faults.Fixed(v), faults.Fixed(v+s.ttl)
 	case KindPartition:
-		f.Clients, f.For = "trigger", d(v)
+		f.Clients, f.For = "trigger", faults.Fixed(v)
 	case KindClockSkew:
-		f.Clients, f.Amount = "2", d(v)
+		f.Clients, f.Amount = "2", faults.Fixed(v)
 	case KindClockJump:
-		f.Amount = d(v)
+		f.Amount = faults.Fixed(v)
 		f.Nodes = s.holder()
 	case KindRestart:
 		f.Nodes = s.holder()
@@ -187,7 +187,7 @@ func (s setup) scenario(e *Experiment, v time.Duration) scenarios.Scenario {
 	}
 	sc.Faults = []faults.Spec{f}
 	if s.top.Family == "redlock" && (e.Fault == KindRestart || e.Fault == KindClockJump) {
-		sc.Faults = scenarios.BareMajority(f, s.clients, faults.Duration(s.ttl*3/5))
+		sc.Faults = scenarios.BareMajority(f, s.clients, faults.Fixed(s.ttl*3/5))
 	}
 	return sc
 }

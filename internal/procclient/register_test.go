@@ -29,7 +29,11 @@ func TestShippedManifests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for alg, want := range map[string]time.Duration{"kazoo": 2 * time.Second, "curator": 2 * time.Second, "redis-py": 900 * time.Millisecond} {
+	// The pause is sized in leases of the lock under test: at the session's 1 s (ZooKeeper) and
+	// the TTL's 500 ms (Redis) it is what it always was.
+	for alg, lw := range map[string][2]time.Duration{"kazoo": {time.Second, 2 * time.Second}, "curator": {time.Second, 2 * time.Second},
+		"redis-py": {500 * time.Millisecond, 900 * time.Millisecond}} {
+		lease, want := lw[0], lw[1]
 		c, err := pause.Cell(alg)
 		if err != nil {
 			t.Fatal(err)
@@ -37,7 +41,7 @@ func TestShippedManifests(t *testing.T) {
 		if c.Expected != "unsafe-client" {
 			t.Errorf("%s × client-pause expects %q, want unsafe-client (from its manifest)", alg, c.Expected)
 		}
-		if len(c.Faults) != 1 || c.Faults[0].For.D() != want {
+		if len(c.Faults) != 1 || c.Faults[0].For.Resolve(lease, c.Lock.Renews) != want {
 			t.Errorf("%s × client-pause faults %+v, want one pause of %v", alg, c.Faults, want)
 		}
 	}

@@ -93,7 +93,7 @@ const shrinkSteps = 5
 
 // size is the parameter of f a shrink varies (what explore's shrink varies: a pause's or a
 // partition's length, a latency's or a clock's amount), nil for a fault without one.
-func size(f *faults.Spec) *faults.Duration {
+func size(f *faults.Spec) *faults.Size {
 	switch f.Kind {
 	case "latency", "clock-skew", "clock-jump":
 		return &f.Amount
@@ -109,11 +109,11 @@ func size(f *faults.Spec) *faults.Duration {
 func shrinkSize(ctx context.Context, o Options, plan Plan, info algorithms.Info, sc scenarios.Scenario, n int) (scenarios.Scenario, string, error) {
 	f := sc.Faults[0]
 	p := size(&f)
-	if p == nil || *p == 0 {
+	if p == nil || p.IsZero() {
 		return sc, "its size is not shrunk (" + f.Kind + " has none)", nil
 	}
 	from := *p
-	neg := from < 0
+	neg := from.D() < 0
 	lo, hi := time.Duration(0), from.D()
 	if neg {
 		hi = -hi
@@ -123,7 +123,7 @@ func shrinkSize(ctx context.Context, o Options, plan Plan, info algorithms.Info,
 		if neg {
 			v = -v
 		}
-		*size(&g) = faults.Duration(v)
+		*size(&g) = faults.Fixed(v)
 		c := sc
 		c.Faults = []faults.Spec{g}
 		return c

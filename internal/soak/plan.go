@@ -56,8 +56,8 @@ type sizes struct {
 }
 
 // between draws a duration in [lo, hi)·unit.
-func between(rng *rand.Rand, lo, hi float64, unit time.Duration) faults.Duration {
-	return faults.Duration(time.Duration((lo + rng.Float64()*(hi-lo)) * float64(unit)))
+func between(rng *rand.Rand, lo, hi float64, unit time.Duration) faults.Size {
+	return faults.Fixed(time.Duration((lo + rng.Float64()*(hi-lo)) * float64(unit)))
 }
 
 // client draws one client's number, as a selector.
@@ -146,7 +146,7 @@ var templates = []faultTemplate{
 		// One client's clock off by up to 3 TTLs, either way, for a while.
 		amount := between(rng, 0.5, 3, p.ttl)
 		if rng.IntN(2) == 0 {
-			amount = -amount
+			amount = faults.Fixed(-amount.D())
 		}
 		return faults.Spec{Kind: "clock-skew", At: faults.Duration(at), Clients: client(rng, p.clients), Amount: amount,
 			For: between(rng, 1, 4, p.lease)}

@@ -68,7 +68,7 @@ func TestPlanFollowsTheSeed(t *testing.T) {
 		}
 		last = f.At.D()
 		m := faults.MeaningOf(f)
-		if m.Lasting && f.For == 0 && f.Kind != "clock-jump" {
+		if m.Lasting && f.For.IsZero() && f.Kind != "clock-jump" {
 			t.Errorf("fault %d (%s) lasts the run: a soak's faults heal", i+1, f.Kind)
 		}
 		seen[a.Drawn[i]] = true
@@ -109,9 +109,9 @@ func TestPlanAimsAtDangerousMoments(t *testing.T) {
 	var atGrant, timed, minority int
 	for i, f := range pl.Faults {
 		switch {
-		case f.Kind == "restart" && f.Point == "cs:acquired" && f.For == 0:
+		case f.Kind == "restart" && f.Point == "cs:acquired" && f.For.IsZero():
 			atGrant++
-		case f.Kind == "restart" && f.Point == "" && f.For > 0:
+		case f.Kind == "restart" && f.Point == "" && f.For.D() > 0:
 			timed++
 		case pl.Drawn[i] == "partition-minority":
 			if (f.Kind != "partition" && f.Kind != "refuse") || f.Nodes != "minority" || f.Clients == "" {
