@@ -17,6 +17,7 @@ LOCKCHAOS_KAZOO_PR760=1 applies python-zk/kazoo PR #760's change at runtime: tha
 retried until it succeeds instead of being given up at the first KazooException.
 """
 import json
+import logging
 import os
 import sys
 import threading
@@ -48,6 +49,28 @@ if os.environ.get("LOCKCHAOS_KAZOO_PR760") == "1":
 
 out = threading.Lock()
 
+# The lease of a ZooKeeper lock is the session: ttl_ms is the session timeout the server granted
+# (docs/process-clients.md), which kazoo logs at its BLATHER level ("negotiated session timeout").
+granted_session_ms = None
+
+
+class _Negotiated(logging.Handler):
+    def emit(self, record):
+        global granted_session_ms
+        if isinstance(record.msg, str) and record.msg.startswith("Session created") and len(record.args) >= 3:
+            granted_session_ms = int(record.args[2])
+
+
+_h = _Negotiated()
+_h.setLevel(1)
+_lg = logging.getLogger("kazoo")
+_lg.setLevel(1)
+_lg.addHandler(_h)
+_lg.propagate = False
+_w = logging.StreamHandler(sys.stderr)  # kazoo's own warnings still reach stderr
+_w.setLevel(logging.WARNING)
+_lg.addHandler(_w)
+
 
 def send(msg):
     with out:
@@ -61,13 +84,20 @@ def on_state(state):
         send({"type": "lost", "text": "session lost (KazooState.LOST)"})
 
 
+def session_ms():
+    """The session timeout the server granted, else the one asked for."""
+    return granted_session_ms or requested_session_ms
+
+
 zk = lock = None
+requested_session_ms = 0
 for line in sys.stdin:
     m = json.loads(line)
     rid, kind = m["id"], m["type"]
     try:
         if kind == "init":
             ttl_ms = m["ttl_ms"]
+            requested_session_ms = m["session_timeout_ms"]
             zk = KazooClient(hosts=",".join(m["nodes"]), timeout=m["session_timeout_ms"] / 1000.0)
             if "LOCKCHAOS_KAZOO_NO_LISTENER" not in os.environ:
                 zk.add_listener(on_state)
@@ -85,11 +115,11 @@ for line in sys.stdin:
                 if time.monotonic() >= deadline:
                     raise LockTimeout("lock busy at every non-blocking try")
                 time.sleep(0.02)
-            send({"in_reply_to": rid, "type": "ok", "validity_ms": 0, "ttl_ms": 0})
+            send({"in_reply_to": rid, "type": "ok", "validity_ms": 0, "ttl_ms": session_ms()})
         elif kind == "acquire":
             lock.acquire(timeout=m["timeout_ms"] / 1000.0)
-            # ZooKeeper locks have no TTL: the lock is held until release or session loss.
-            send({"in_reply_to": rid, "type": "ok", "validity_ms": 0, "ttl_ms": 0})
+            # The lock is held until release or the session's loss: its lease is the session.
+            send({"in_reply_to": rid, "type": "ok", "validity_ms": 0, "ttl_ms": session_ms()})
         elif kind == "valid":
             send({"in_reply_to": rid, "type": "ok",
                   "held": bool(lock.is_acquired and zk.state == KazooState.CONNECTED)})

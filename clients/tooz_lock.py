@@ -154,6 +154,9 @@ def handle(m):
             lg.setLevel(1)
             lg.addHandler(h)
             lg.propagate = False
+            w = logging.StreamHandler(sys.stderr)  # kazoo's own warnings still reach stderr
+            w.setLevel(logging.WARNING)
+            lg.addHandler(w)
         url, lease_ms = url_for(m)
         coord = coordination.get_coordinator(url, ("lockchaos-%d-%s" % (m["client"], uuid.uuid4().hex[:8])).encode())
         coord.start(start_heart=True)

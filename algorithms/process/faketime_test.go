@@ -1,10 +1,13 @@
 package process
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,6 +75,10 @@ func TestSetClockMovesTheProcess(t *testing.T) {
 	if w2, _ := clockOf(t, l); w2-float64(time.Now().UnixNano())/1e9 < skew.Seconds()-1 {
 		t.Errorf("after the heal the process's clock stepped back (%.3f s ahead), want it left %v ahead", w2-float64(time.Now().UnixNano())/1e9, skew)
 	}
+	if log, _ := os.ReadFile(filepath.Join(cfg.Dir, "client-3.stderr")); !strings.Contains(string(log), "clock moved to 30s ahead") ||
+		!strings.Contains(string(log), "stays 30s ahead") {
+		t.Errorf("client-3.stderr %q: want the harness's lines on the move and on the heal that left it", log)
+	}
 	if err := l.SetClock(time.Minute, 2); !errors.Is(err, algorithms.ErrBroken) || !strings.Contains(err.Error(), "rate") {
 		t.Errorf("SetClock at rate 2: %v, want the client broken, naming the rate", err)
 	}
@@ -106,5 +113,53 @@ func TestSetClockUnreachable(t *testing.T) {
 	}
 	if err := l2.SetClock(-time.Second, 1); !errors.Is(err, algorithms.ErrBroken) || !strings.Contains(err.Error(), "back") {
 		t.Errorf("SetClock(-1s): %v, want the client broken (a step back)", err)
+	}
+}
+
+// TestFaketimeMovesTheJVM: libfaketime, as Start preloads it, moves a JVM's
+// System.currentTimeMillis() and System.nanoTime() when the clock file changes mid-run.
+func TestFaketimeMovesTheJVM(t *testing.T) {
+	lib := FaketimeLib()
+	java, err := exec.LookPath("java")
+	if lib == "" || err != nil {
+		testenv.Missing(t, testenv.RequireServers, "libfaketime or java is not installed (make deps)")
+	}
+	f, err := newFaketime(lib, t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := filepath.Abs(filepath.Join("testdata", "Clock.java"))
+	cmd := exec.Command(java, src) // the JDK's single-file source launcher
+	cmd.Env = f.env(os.Environ())
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	out := bufio.NewScanner(stdout)
+	read := func() (wall, nano int64) {
+		t.Helper()
+		if _, err := io.WriteString(stdin, "\n"); err != nil {
+			t.Fatal(err)
+		}
+		if !out.Scan() {
+			t.Fatalf("the JVM answered nothing: %v", out.Err())
+		}
+		if _, err := fmt.Sscanf(out.Text(), "%d %d", &wall, &nano); err != nil {
+			t.Fatalf("%q: %v", out.Text(), err)
+		}
+		return wall, nano
+	}
+	w0, n0 := read()
+	if err := f.write(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	w1, n1 := read()
+	if d := w1 - time.Now().UnixMilli(); d < 29000 || d > 31000 {
+		t.Errorf("currentTimeMillis is %d ms ahead of the real clock after +30s, want about 30000 (first reading %d)", d, w0)
+	}
+	if d := n1 - n0; d < 30000 {
+		t.Errorf("nanoTime moved %d ms, want at least 30000 (libfaketime moves it too)", d)
 	}
 }

@@ -153,7 +153,9 @@ func (l *Locker) SetClock(offset time.Duration, rate float64) error {
 	case offset == l.clock.offset:
 		return nil
 	case offset < l.clock.offset && offset == 0:
-		return nil // the heal: the process's clock stays ahead (see above)
+		// The heal: the process's clock stays ahead (see above); its log says so.
+		l.note(fmt.Sprintf("the clock fault healed; this process's clock stays %v ahead until the run ends (libfaketime moves its monotonic clock too)", l.clock.offset))
+		return nil
 	case offset < l.clock.offset:
 		return l.fail(fmt.Sprintf("cannot have its clock set %v (now %v): libfaketime would step its monotonic clock back too", offset, l.clock.offset))
 	}
@@ -163,5 +165,11 @@ func (l *Locker) SetClock(offset time.Duration, rate float64) error {
 	if err := l.clock.write(offset); err != nil {
 		return l.fail(fmt.Sprintf("cannot have its clock moved: %v", err))
 	}
+	l.note(fmt.Sprintf("this process's clock moved to %v ahead (libfaketime, %s)", offset, l.clock.file))
 	return nil
+}
+
+// note writes one line of the harness's own to the client's stderr log (client-N.stderr).
+func (l *Locker) note(line string) {
+	_, _ = l.stderr.Write([]byte("lockchaos: " + line + "\n"))
 }

@@ -81,7 +81,9 @@ public class CuratorLock {
                     break;
                 case "acquire":
                     if (lock.acquire(num(line, "timeout_ms"), TimeUnit.MILLISECONDS)) {
-                        send(re + "\"type\":\"ok\",\"validity_ms\":0,\"ttl_ms\":0}");
+                        // The lease is the session: the timeout the server granted.
+                        int granted = client.getZookeeperClient().getZooKeeper().getSessionTimeout();
+                        send(re + "\"type\":\"ok\",\"validity_ms\":0,\"ttl_ms\":" + granted + "}");
                     } else {
                         send(re + "\"type\":\"fail\",\"code\":\"timeout_definite\"}");
                     }
