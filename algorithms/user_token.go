@@ -18,6 +18,8 @@ package algorithms
 //	user-token-renew       a watchdog renews every TTL/3 with a compare-and-PEXPIRE; the first
 //	                       failed or refused renewal ends the lease (Valid false for good)
 //	user-token-blind-renew the watchdog renews with a plain SET key token PX ttl and never gives up
+//	user-token-two-command-expiry
+//	                       SETNX key token, then PEXPIRE key ttl as a second command
 //
 // On the wire (go-redis v9 defaults, which a user keeps): RESP3 (HELLO 3 on every new
 // connection), SetNX is sent as `set key token px <ms> nx` (`ex <s>` for a TTL of whole
@@ -43,6 +45,7 @@ const (
 	userTokenGetDel                         // release by GET, compare, DEL
 	userTokenNoValidity                     // Validity 0
 	userTokenValidityFromReply              // the TTL counted from the reply
+	userTokenTwoCommandExpiry               // SETNX, then PEXPIRE as a second command
 )
 
 // userTokenRelease is the compare-and-delete script of the Redis SET documentation.
@@ -180,10 +183,22 @@ func (l *userTokenLock) take(ctx context.Context, token string) (time.Time, erro
 		}
 		sent := l.cfg.Clock.Now()
 		rctx, cancel := l.request(ctx)
-		ok, err := l.rdb.SetNX(rctx, l.cfg.Name, token, l.cfg.TTL).Result()
+		ttl := l.cfg.TTL
+		if l.bug == userTokenTwoCommandExpiry {
+			ttl = 0 // SETNX alone; the expiry follows as a command of its own
+		}
+		ok, err := l.rdb.SetNX(rctx, l.cfg.Name, token, ttl).Result()
 		cancel()
 		if err != nil {
 			return time.Time{}, fmt.Errorf("%s acquire: %w", l.name, userTokenErr("SET NX PX", err))
+		}
+		if ok && l.bug == userTokenTwoCommandExpiry {
+			rctx, cancel := l.request(ctx)
+			err := l.rdb.PExpire(rctx, l.cfg.Name, l.cfg.TTL).Err()
+			cancel()
+			if err != nil {
+				return time.Time{}, fmt.Errorf("%s acquire: %w", l.name, userTokenErr("PEXPIRE", err))
+			}
 		}
 		if ok {
 			return sent, nil
@@ -426,6 +441,12 @@ func init() {
 			Removed: "validity counted from the call: the holder trusts a full TTL from when the SET's reply arrived " +
 				"(Validity = TTL + the time the acquire took)",
 			New: newUserToken("user-token-validity-from-reply", userTokenValidityFromReply),
+		},
+		{
+			Name: "user-token-two-command-expiry", Mutant: "user-token",
+			Removed: "the atomic expiry: SETNX key token, then PEXPIRE key ttl as a second command (seed 002's problem 1), " +
+				"so a client that dies between the two leaves a key that never expires",
+			New: newUserToken("user-token-two-command-expiry", userTokenTwoCommandExpiry),
 		},
 		{
 			Name: "user-token-blind-renew", Mutant: "user-token-renew",

@@ -30,12 +30,23 @@ else
     return 0
 end"""
 
-BUGS = ["none", "get-del", "no-validity", "validity-from-reply"]
+BUGS = ["none", "get-del", "no-validity", "validity-from-reply", "setnx-expire"]
 
 
 def send(msg):
     sys.stdout.write(json.dumps(msg) + "\n")
     sys.stdout.flush()
+
+
+def take(r, key, tok, ttl_ms, bug):
+    """SET key tok NX PX ttl; with --bug setnx-expire, SETNX then PEXPIRE as two commands (seed
+    002's problem 1: a client that dies between them leaves a key that never expires)."""
+    if bug != "setnx-expire":
+        return r.set(key, tok, nx=True, px=ttl_ms)
+    if not r.setnx(key, tok):
+        return False
+    r.pexpire(key, ttl_ms)
+    return True
 
 
 def main():
@@ -68,7 +79,7 @@ def main():
                 deadline = called + m["timeout_ms"] / 1000.0
                 tok = os.urandom(16).hex()
                 step = "SET NX PX"
-                while not r.set(key, tok, nx=True, px=ttl_ms):
+                while not take(r, key, tok, ttl_ms, bug):
                     if time.monotonic() >= deadline:
                         break
                     time.sleep(random.uniform(0.005, 0.020))

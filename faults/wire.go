@@ -319,9 +319,6 @@ func (n *Nemesis) onWire(ctx context.Context, r *rule, e cluster.WireEvent) clus
 			return
 		}
 		close(inPlace)
-		if err == nil {
-			n.aim(o.id, r.spec, o.until)
-		}
 		n.started(r, o.id, t, detail, began, begun, err)
 		lasting := actor.wireBound(spec).D()
 		// The occurrence ends at its time, at its Until, or at HealAll, whichever comes first;
@@ -344,6 +341,9 @@ func (n *Nemesis) onWire(ctx context.Context, r *rule, e cluster.WireEvent) clus
 		}
 		n.keepFor(o.id, end(heal), lasting)
 	}
+	// What the occurrence must bring about is noted now, before another client's point can end
+	// it (wireArm), not once the injection returns.
+	n.aim(o.id, r.spec, o.until)
 	go inject()
 	return act
 }

@@ -45,6 +45,9 @@ func init() {
 	catch("client-pause", "fence-unchecked",
 		"Ul: the paused holder's stale write is accepted: lost updates > 0, where token+fence loses none")
 	catch("client-crash", "token-no-ttl", "X: the crashed holder's key never expires (seed 002 problem 1)")
+	// A lock that marks no point, crashed between its two commands by the wire crash (the first
+	// reply that took effect: its SETNX's), leaves a key with no expiry.
+	catch("client-crash", "user-token-two-command-expiry", "X: the client died as its SETNX's reply came, before its PEXPIRE: the key never expires (seed 002 problem 1)")
 	// getset-race: the race forced at its point (docs/design.md#evidence). The first four waiters that find
 	// the crashed holder's timestamp expired stop before their GETSET, so others find it expired
 	// too and GETSET first, and the four come back, 40 ms apart, with an expiry already past: the
