@@ -23,7 +23,10 @@ var ErrBadOptions = lcerr.New("bad analyze options")
 
 // Options say what to analyze and how.
 type Options struct {
+	// Algorithm is a registered algorithm's name; Lock, when its New is set, is the lock itself as
+	// a value (registered nowhere), and Algorithm defaults to its name.
 	Algorithm string
+	Lock      algorithms.Info
 	// Runs of each scenario (default 3), from the seed on (seed, seed+1, ...).
 	Runs     int
 	Parallel int
@@ -45,9 +48,12 @@ type Options struct {
 // Run plans and runs the analysis, and writes the matrix's pages and analysis.html into
 // o.Run.Out. The result is nil when nothing could be run.
 func Run(ctx context.Context, o Options) (*runner.MatrixResult, error) {
-	info, err := algorithms.Lookup(o.Algorithm)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadOptions, err)
+	info := o.Lock
+	if info.New == nil {
+		var err error
+		if info, err = algorithms.Lookup(o.Algorithm); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadOptions, err)
+		}
 	}
 	if o.Runs == 0 {
 		o.Runs = 3
@@ -79,7 +85,7 @@ func Run(ctx context.Context, o Options) (*runner.MatrixResult, error) {
 	meta := reports.AnalysisMeta{Algorithm: info.Name, Summary: info.Summary, Source: info.Source, Command: o.Command,
 		Backend: o.Run.Backend, Version: o.Run.Version, Seed: o.Run.Seed, Runs: o.Runs}
 	for _, s := range plan {
-		c, err := s.Cell(info.Name)
+		c, err := s.CellFor(info, "")
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadOptions, err)
 		}

@@ -23,8 +23,10 @@ var ErrBadOptions = lcerr.New("bad explore options")
 
 // Options configure one exploration. Zero fields take the defaults in brackets.
 type Options struct {
-	// Algorithm is a registered algorithm's name (locktest registers a user's lock first).
+	// Algorithm is a registered algorithm's name; Lock, when its New is set, is the lock itself
+	// as a value (a user's, registered nowhere), and Algorithm defaults to its name.
 	Algorithm string
+	Lock      algorithms.Info
 	// Budget bounds the whole exploration [5m]: no experiment starts after it is spent.
 	Budget time.Duration
 	// Out is the directory of explore.json, explore.html, explore-scenarios.yaml and the runs
@@ -58,10 +60,14 @@ type Options struct {
 }
 
 func (o Options) withDefaults() (Options, algorithms.Info, error) {
-	info, err := algorithms.Lookup(o.Algorithm)
-	if err != nil {
-		return o, info, fmt.Errorf("%w: %w", ErrBadOptions, err)
+	info := o.Lock
+	if info.New == nil {
+		var err error
+		if info, err = algorithms.Lookup(o.Algorithm); err != nil {
+			return o, info, fmt.Errorf("%w: %w", ErrBadOptions, err)
+		}
 	}
+	o.Algorithm = info.Name
 	if o.Budget == 0 {
 		o.Budget = 5 * time.Minute
 	}
@@ -216,7 +222,7 @@ func (x *explorer) survey(ctx context.Context) error {
 // run carries out one experiment with the fault sized v; run > 0 numbers a shrink probe's repeats.
 func (x *explorer) run(ctx context.Context, e *Experiment, v time.Duration, run int) (*Attempt, error) {
 	sc := x.s.scenario(e, v)
-	cell, err := sc.Cell(x.o.Algorithm)
+	cell, err := sc.CellFor(x.s.alg, "")
 	if err != nil {
 		return nil, fmt.Errorf("explore: build %s: %w", sc.Name, err)
 	}
