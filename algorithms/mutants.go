@@ -128,6 +128,13 @@ func init() {
 			},
 		},
 		{
+			Name: "k8s-leaderelection-ignore-stopped", Mutant: "k8s-leaderelection", Topologies: []string{topoKubernetes},
+			Removed: "honouring OnStoppedLeading (kubernetes #23731): the leader goes on while IsLeader() says so, " +
+				"which stays true after its renewals failed and the elector gave up",
+			Points: []string{"release:before-cancel"},
+			New:    newK8sElector(false, true),
+		},
+		{
 			Name: "fence-unchecked", Mutant: "token+fence", Topologies: single,
 			Removed: "the resource's fence check: fences are handed out, nobody rejects a stale one",
 			Points:  []string{"release:before-del"},

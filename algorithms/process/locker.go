@@ -200,6 +200,7 @@ func (l *Locker) init() error {
 		req.SentinelMaster, req.SentinelAddresses = s.MasterName, s.Addrs
 	}
 	req.SQLLogin = l.cfg.SQL
+	req.KubeAccess = l.cfg.Kube
 	r, err := l.call(context.Background(), req, time.Now().Add(l.spec.InitTimeout), 0)
 	if err != nil {
 		return err
