@@ -65,7 +65,9 @@ GO
 
 echo "build.sh: building kube-apiserver $version ($(echo $staging | wc -w) staging modules at $staging_version) into $bin"
 cd "$work"
-GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -o "$bin.tmp" k8s.io/kubernetes/cmd/kube-apiserver
+# The version stamp official builds carry (kube-apiserver --version, /version).
+GOFLAGS="${GOFLAGS:-} -mod=mod" go build -trimpath -ldflags "-X k8s.io/component-base/version.gitVersion=$version" \
+	-o "$bin.tmp" k8s.io/kubernetes/cmd/kube-apiserver
 mv "$bin.tmp" "$bin"
 ln -sfn "kube-apiserver-$version" "$link"
 echo "build.sh: $bin"
