@@ -1,0 +1,59 @@
+package scenarios
+
+import (
+	"github.com/lockchaos/lockchaos/faults"
+)
+
+// Kubernetes leader election (algorithms/k8s_leaderelection.go): client-go's LeaderElector on a
+// Lease, against a real kube-apiserver on etcd (the kubernetes topology). Its variants are the
+// "kubernetes" family's: a lease of 2 s (LeaseDuration 2 s, RenewDeadline 1.5 s, RetryPeriod
+// 0.3 s — the Lease records whole seconds, so the catalogue's 500 ms cannot be one), three
+// candidates, and a fault phase of 8 s: a candidate takes a lease given up without ReleaseOnCancel
+// only when it has seen it unrenewed for LeaseDuration, so a handover takes 2–2.7 s.
+//
+// Sources: client-go's package doc (tools/leaderelection: no fencing; "tolerant to arbitrary
+// clock skew, but not tolerant to arbitrary clock skew rate"); kubernetes #23731 (two leaders when
+// OnStoppedLeading is not honoured).
+// kubeTTL is the kubernetes family's lease, in ms.
+const kubeTTL = 2000
+
+// kube is the kubernetes family's workload.
+var kube = Workload{Clients: 3, TTL: ms(kubeTTL), Hold: ms(100), Duration: ms(8000), AcquireTimeout: ms(8000),
+	StuckAfter: ms(6000), Tail: ms(1000)}
+
+func init() {
+	vary("baseline", "kubernetes", Variant{Workload: kube})
+	vary("client-crash", "kubernetes", Variant{Workload: kube})
+	// Longer than the lease and the renew deadline together: the paused leader's elector gives
+	// up after RenewDeadline, and the others take over LeaseDuration after they last saw a renewal.
+	vary("client-pause", "kubernetes", Variant{Workload: kube,
+		Faults: []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: ms(kubeTTL + 1500)}}})
+	// The leader is cut off from the apiserver right after it started leading, and stays busy past
+	// the lease (client-stall) before its check and its write: its elector's renewals fail, it
+	// stops leading after RenewDeadline, and a careful controller skips its write.
+	vary("partition", "kubernetes", Variant{Workload: kube,
+		Faults: []faults.Spec{
+			{Kind: "partition", Point: "cs:acquired", Clients: "trigger", AtLeast: ms(kubeTTL + 1000),
+				Until: "cs:before-read", For: ms(3 * kubeTTL)},
+			{Kind: "client-stall", Point: "cs:acquired", For: ms(kubeTTL + 1000)},
+		}})
+	vary("restart", "kubernetes", Variant{Workload: kube})
+	vary("node-kill", "kubernetes", Variant{Workload: kube, Faults: []faults.Spec{{Kind: "kill", At: ms(500), Nodes: "master"}}})
+
+	clock := na("client-go's elector keeps its clock in an unexported field (clock.RealClock), and Go binaries ignore libfaketime: no clock fault reaches it")
+	common := map[string]string{
+		"baseline":     "S",
+		"client-crash": "S",
+		"client-pause": "Uc: no fencing — the paused leader writes after another candidate took the lease over",
+		"clock-skew":   clock,
+		"clock-jump":   clock,
+		"partition":    "S",
+		"restart":      "S",
+		"node-kill":    "X",
+		"getset-race":  na("the race is GETSET's own"),
+	}
+	Expect("k8s-leaderelection", common)
+	Expect("k8s-leaderelection-release", common)
+	catch("partition", "k8s-leaderelection-ignore-stopped",
+		"Uc: kubernetes #23731 — its renewals failed and the elector stopped leading, but IsLeader() still says so: it writes")
+}
