@@ -37,7 +37,12 @@ func init() {
 				Until: "cs:before-read", For: ms(3 * kubeTTL)},
 			{Kind: "client-stall", Point: "cs:acquired", For: ms(kubeTTL + 1000)},
 		}})
-	vary("restart", "kubernetes", Variant{Workload: kube})
+	// etcd (the "master": the node that holds the Lease) restarts with its data dir as the leader
+	// starts leading, and the leader works 3 s — past the lease — before its check and write.
+	vary("restart", "kubernetes", Variant{Workload: kube, Faults: []faults.Spec{
+		{Kind: "restart", Point: "cs:acquired", Nodes: "master"},
+		{Kind: "client-stall", Point: "cs:acquired", For: ms(3000)},
+	}})
 	vary("node-kill", "kubernetes", Variant{Workload: kube, Faults: []faults.Spec{{Kind: "kill", At: ms(500), Nodes: "master"}}})
 
 	clock := na("client-go's elector keeps its clock in an unexported field (clock.RealClock), and Go binaries ignore libfaketime: no clock fault reaches it")
