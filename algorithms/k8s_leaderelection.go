@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
@@ -135,36 +136,45 @@ func kubeName(s string) string {
 // candidate the holder (Create, Update), while it is still acquiring.
 type markedLock struct {
 	rl.Interface
-	mu   sync.Mutex
-	ctx  context.Context // the Acquire's, until it returns
-	sent bool            // a write went out while acquiring
+	mu     sync.Mutex
+	ctx    context.Context // the Acquire's, until it returns
+	doubts bool            // a write sent while acquiring has an unknown outcome
 }
 
-func (m *markedLock) mark() {
+// write runs a Create or Update, marked as an attempt while acquiring. A write the apiserver
+// refused (a conflict: another candidate wrote first) took no effect; one that failed otherwise
+// (a timeout, a lost connection) may have.
+func (m *markedLock) write(do func() error) error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ctx != nil {
-		m.sent = true
+	acquiring := m.ctx != nil
+	if acquiring {
 		MarkAttempt(m.ctx)
 	}
+	m.mu.Unlock()
+	err := do()
+	if acquiring && err != nil && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+		m.mu.Lock()
+		m.doubts = true
+		m.mu.Unlock()
+	}
+	return err
 }
 
 func (m *markedLock) Create(ctx context.Context, r rl.LeaderElectionRecord) error {
-	m.mark()
-	return m.Interface.Create(ctx, r)
+	return m.write(func() error { return m.Interface.Create(ctx, r) })
 }
 
 func (m *markedLock) Update(ctx context.Context, r rl.LeaderElectionRecord) error {
-	m.mark()
-	return m.Interface.Update(ctx, r)
+	return m.write(func() error { return m.Interface.Update(ctx, r) })
 }
 
-// acquired ends the acquisition: later writes are renewals. It reports whether a write went out.
+// acquired ends the acquisition: later writes are renewals. It reports whether a write sent
+// meanwhile may have taken effect unseen.
 func (m *markedLock) acquired() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.ctx = nil
-	return m.sent
+	return m.doubts
 }
 
 // Acquire runs a new elector until it starts leading, or ctx ends.
@@ -204,7 +214,7 @@ func (l *k8sElector) Acquire(ctx context.Context) (Lease, error) {
 	case <-ctx.Done():
 	case <-t.done: // Run returned without leading: its context was not cancelled, so never
 	}
-	sent := lock.acquired()
+	doubts := lock.acquired()
 	l.stop(t)
 	select {
 	case lc := <-started: // it started leading as it was cancelled: its lease stands on the server
@@ -212,7 +222,7 @@ func (l *k8sElector) Acquire(ctx context.Context) (Lease, error) {
 		return Lease{}, &UnknownError{Op: "k8s-leaderelection acquire (led as it was cancelled)", Err: ctx.Err()}
 	default:
 	}
-	if sent {
+	if doubts {
 		return Lease{}, &UnknownError{Op: "k8s-leaderelection acquire", Err: ctx.Err()}
 	}
 	return Lease{}, fmt.Errorf("k8s-leaderelection acquire: %w", ctx.Err())

@@ -18,7 +18,12 @@ import (
 const kubeTTL = 2000
 
 // kube is the kubernetes family's workload.
-var kube = Workload{Clients: 3, TTL: ms(kubeTTL), Hold: ms(100), Duration: ms(8000), AcquireTimeout: ms(8000),
+// A candidate polls the Lease every RetryPeriod (0.3–0.66 s with client-go's jitter) and counts
+// the lease from when it saw the record change, while a client that has just released starts a
+// new elector that sees it at once: without a pause between its terms, the last leader won the
+// next term too (4 terms of 4 for one client in 8 s, seed 1), and a baseline had one client. The
+// think time of 1 s lets the waiting candidates see the lease first.
+var kube = Workload{Clients: 3, TTL: ms(kubeTTL), Hold: ms(100), Think: ms(1000), Duration: ms(8000), AcquireTimeout: ms(8000),
 	StuckAfter: ms(6000), Tail: ms(1000)}
 
 func init() {
