@@ -42,11 +42,18 @@ func init() {
 				Until: "cs:before-read", For: ms(3 * kubeTTL)},
 			{Kind: "client-stall", Point: "cs:acquired", For: ms(kubeTTL + 1000)},
 		}})
-	// etcd (the "master": the node that holds the Lease) restarts with its data dir as the leader
-	// starts leading, and the leader works 3 s — past the lease — before its check and write.
+	// etcd (the "master": the node that holds the Lease) restarts, its data dir kept, as the first
+	// leader ends its term (cs:before-release: the leader waits for the restart, 1–1.5 s, before
+	// it releases). The waiting candidates saw the last renewal before the restart, so they take
+	// the lease over within a lease of the heal (evidence); a restart that lost the Lease would let
+	// one Create it while the leader still led. That holds with ReleaseOnCancel, whose released
+	// Lease is taken at the next retry. Without it, the next grant comes a full lease after the
+	// candidates' first read once etcd is back (each counts the lease from when it saw the record
+	// change, and reads fail while etcd restarts): after the danger window, unknown (3 of 3 runs;
+	// aimed at cs:acquired with the leader working 3 s, 2 of 3). A server outage postpones every
+	// takeover by a lease after it ends, so no expectation is given for that cell.
 	vary("restart", "kubernetes", Variant{Workload: kube, Faults: []faults.Spec{
-		{Kind: "restart", Point: "cs:acquired", Nodes: "master"},
-		{Kind: "client-stall", Point: "cs:acquired", For: ms(3000)},
+		{Kind: "restart", Point: "cs:before-release", Nodes: "master"},
 	}})
 	vary("node-kill", "kubernetes", Variant{Workload: kube, Faults: []faults.Spec{{Kind: "kill", At: ms(500), Nodes: "master"}}})
 
@@ -62,8 +69,9 @@ func init() {
 		"node-kill":    "X",
 		"getset-race":  na("the race is GETSET's own"),
 	}
-	Expect("k8s-leaderelection", common)
 	Expect("k8s-leaderelection-release", common)
+	delete(common, "restart") // unknown: see the restart variant above
+	Expect("k8s-leaderelection", common)
 	catch("partition", "k8s-leaderelection-ignore-stopped",
 		"Uc: kubernetes #23731 — its renewals failed and the elector stopped leading, but IsLeader() still says so: it writes")
 }
