@@ -86,6 +86,7 @@ type k8sElector struct {
 	lease, renew, rt time.Duration
 	releaseOnCancel  bool
 	ignoreStopped    bool // the #23731 mutant: OnStoppedLeading and the leading context ignored
+	ownDuration      bool // the #47671 mutant: the lease counted by the candidate's own LeaseDuration
 	seq              atomic.Int64
 }
 
@@ -99,10 +100,15 @@ type k8sTerm struct {
 }
 
 func newK8sElector(releaseOnCancel, ignoreStopped bool) func(Config) (Locker, error) {
+	return newK8sElectorTTL(releaseOnCancel, ignoreStopped, func(cfg Config) time.Duration { return cfg.TTL })
+}
+
+// newK8sElectorTTL is newK8sElector with the elector's timing sized from ttl(cfg).
+func newK8sElectorTTL(releaseOnCancel, ignoreStopped bool, ttl func(Config) time.Duration) func(Config) (Locker, error) {
 	return func(cfg Config) (Locker, error) {
 		cfg = cfg.withDefaults()
 		l := &k8sElector{cfg: cfg, name: kubeName(cfg.Name), releaseOnCancel: releaseOnCancel, ignoreStopped: ignoreStopped}
-		l.lease, l.renew, l.rt = KubeElection(cfg.TTL)
+		l.lease, l.renew, l.rt = KubeElection(ttl(cfg))
 		// Each request is bounded by half the renew deadline, so a request black-holed by a
 		// partition fails in time for another try before the deadline.
 		rc, err := KubeRESTConfig(cfg, l.renew/2)
@@ -139,6 +145,18 @@ type markedLock struct {
 	mu     sync.Mutex
 	ctx    context.Context // the Acquire's, until it returns
 	doubts bool            // a write sent while acquiring has an unknown outcome
+	// own, when set, replaces the LeaseDurationSeconds of every record read with the candidate's
+	// own LeaseDuration: client-go's counting before kubernetes #114872 (the #47671 mutant).
+	own time.Duration
+}
+
+// Get reads the record (see own).
+func (m *markedLock) Get(ctx context.Context) (*rl.LeaderElectionRecord, []byte, error) {
+	r, raw, err := m.Interface.Get(ctx)
+	if err == nil && r != nil && m.own > 0 {
+		r.LeaseDurationSeconds = int(m.own / time.Second)
+	}
+	return r, raw, err
 }
 
 // write runs a Create or Update, marked as an attempt while acquiring. A write the apiserver
@@ -180,7 +198,7 @@ func (m *markedLock) acquired() bool {
 // Acquire runs a new elector until it starts leading, or ctx ends.
 func (l *k8sElector) Acquire(ctx context.Context) (Lease, error) {
 	id := fmt.Sprintf("client-%d-%d", l.cfg.Client, l.seq.Add(1))
-	lock := &markedLock{ctx: ctx, Interface: &rl.LeaseLock{
+	lock := &markedLock{ctx: ctx, own: map[bool]time.Duration{true: l.lease}[l.ownDuration], Interface: &rl.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: l.name, Namespace: "default"},
 		Client:     l.leases,
 		LockConfig: rl.ResourceLockConfig{Identity: id},
@@ -288,4 +306,36 @@ func init() {
 		Points:     []string{"release:before-cancel"},
 		New:        newK8sElector(true, false),
 	})
+	// kubernetes #47671: candidates configured with different LeaseDurations. Before #114872
+	// (client-go v0.27) a candidate counted the lease by its own LeaseDuration, so one with a
+	// shorter one took the Lease over from a leader still within its own; since, it counts the
+	// duration the holder recorded in the Lease (LeaseDurationSeconds). Client 1 runs with half
+	// the others' lease (1 s where they have 2 s: RenewDeadline 0.75 s, RetryPeriod 0.15 s).
+	Register(Info{
+		Name: "k8s-leaderelection-short-lease",
+		Summary: "k8s-leaderelection where client 1's LeaseDuration is half the others' (kubernetes #47671; " +
+			"client-go since #114872 waits the duration the holder recorded).",
+		Source:     "k8s.io/client-go v0.37.2; kubernetes #47671, #114872",
+		Topologies: []string{topoKubernetes},
+		Points:     []string{"release:before-cancel"},
+		New:        newK8sShortLease(false),
+	})
+}
+
+// newK8sShortLease is k8s-leaderelection-short-lease; with own, every candidate counts the lease by
+// its own LeaseDuration, as client-go did before #114872.
+func newK8sShortLease(own bool) func(Config) (Locker, error) {
+	build := newK8sElectorTTL(false, false, func(cfg Config) time.Duration {
+		if cfg.Client == 1 {
+			return cfg.TTL / 2
+		}
+		return cfg.TTL
+	})
+	return func(cfg Config) (Locker, error) {
+		l, err := build(cfg)
+		if err == nil {
+			l.(*k8sElector).ownDuration = own
+		}
+		return l, err
+	}
 }

@@ -76,6 +76,27 @@ func init() {
 		"node-kill":    "X",
 		"getset-race":  na("the race is GETSET's own"),
 	}
+	// kubernetes #47671, candidates with different LeaseDurations (k8s-leaderelection-short-lease:
+	// client 1's is 1 s, client 2's 2 s). Client 1 waits until client 2 leads; client 2 is cut off
+	// from the apiserver for 1.6 s as it starts (its elector still leads: the renew deadline is
+	// 1.5 s from its first failed renewal) and works 1.3 s, so it writes while still cut off and
+	// leading. Before #114872 (client-go v0.27) client 1 counted the lease by its own 1 s and took
+	// it over at ≈1.1 s while client 2 led (the own-duration mutant reads the record so: Us, 3 of
+	// 3); since, it waits the 2 s client 2 recorded, and is granted after client 2 stopped
+	// leading (S with evidence, 3 of 3).
+	vary("partition", "k8s-leaderelection-short-lease", Variant{
+		Workload: Workload{Clients: 2, TTL: ms(kubeTTL), Hold: ms(100), Think: ms(1000), Duration: ms(8000),
+			AcquireTimeout: ms(8000), StuckAfter: ms(6000), Tail: ms(1000)},
+		Faults: []faults.Spec{
+			{Kind: "client-stall", Point: "cs:before-acquire", Client: 1, Until: "cs:acquired", For: ms(2000), Setup: true},
+			{Kind: "partition", Point: "cs:acquired", Client: 2, Clients: "trigger", For: ms(1600)},
+			{Kind: "client-stall", Point: "cs:acquired", Client: 2, For: ms(1300)},
+		}})
+	Expect("k8s-leaderelection-short-lease", map[string]string{
+		"partition": "S: kubernetes #47671 fixed by #114872 — the short-lease candidate waits the duration the leader recorded",
+	})
+	catch("partition", "k8s-leaderelection-own-duration",
+		"Us: kubernetes #47671 — the candidate with the shorter lease takes the Lease over from a leader still within its own")
 	Expect("k8s-leaderelection-release", common)
 	delete(common, "restart") // unknown: see the restart variant above
 	Expect("k8s-leaderelection", common)

@@ -17,7 +17,8 @@ import (
 // (make kube-apiserver builds it) through the catalogue's cells: the baseline safe with evidence,
 // the GC pause past the lease caught (no fencing), the partition safe (the elector stops leading
 // after its renew deadline, and the careful leader skips its write), and the mutant that ignores
-// OnStoppedLeading — kubernetes #23731's mechanism — caught there. A cell that misses runs again
+// OnStoppedLeading — kubernetes #23731's mechanism — caught there; a candidate with a shorter
+// lease than the leader's (#47671) safe since #114872, and caught without it. A cell that misses runs again
 // with the next seed, three runs in all (the machine is shared).
 func TestKubernetesLeaderElection(t *testing.T) {
 	testenv.Servers(t)
@@ -27,6 +28,10 @@ func TestKubernetesLeaderElection(t *testing.T) {
 		{"k8s-leaderelection", "partition", "safe"},
 		{"k8s-leaderelection-ignore-stopped", "partition", "unsafe-client"},
 		{"k8s-leaderelection-release", "baseline", "safe"},
+		// kubernetes #47671: a candidate with a shorter lease; fixed by #114872 (safe), and the
+		// mutant that counts by its own duration, as client-go did before, caught.
+		{"k8s-leaderelection-short-lease", "partition", "safe"},
+		{"k8s-leaderelection-own-duration", "partition", "unsafe-service"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.alg+"×"+tc.scenario, func(t *testing.T) {
