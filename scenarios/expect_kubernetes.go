@@ -21,6 +21,22 @@ import (
 // outage, so the next grant comes a lease after the heal or later, and a cell of such a fault
 // often ends without a contended grant in its danger window (unknown) — no expectation is given
 // for those.
+//
+// Measured on 2026-11-29 (this 2-core machine, shared; bin/lockchaos run, seeds 11–13, each cell
+// as registered here; seeds 1–3 before the 1 s think time gave the same codes but one baseline
+// unknown, one client):
+//
+//	cell                        k8s-leaderelection   k8s-leaderelection-release
+//	baseline                    S S S                S S S
+//	client-crash                S S S                S S S
+//	client-pause                Uc Uc Uc             Uc Uc Uc
+//	partition                   S S S                S S S     (the #23731 mutant: Uc Uc Uc, and 3 of 3 before)
+//	restart (etcd)              S S ?                S S S
+//	node-kill (etcd)            X X X                X X X
+//	apiserver-pause (file)      ? ? ?                S ? S
+//	etcd-pause (file)           ? ? S                ? ? ?
+//	apiserver-restart (file)    S S ?                S S ?
+//	apiserver-kill (file)       X X X                X X X
 
 // kubeTTL is the kubernetes family's lease, in ms.
 const kubeTTL = 2000
