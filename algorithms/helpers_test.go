@@ -52,6 +52,10 @@ func newLocker(t *testing.T, c cluster.Cluster, alg string, client int, name str
 		l := algorithms.SQLLogin(*ep.SQL)
 		cfg.SQL = &l
 	}
+	if ep.Kube != nil {
+		k := algorithms.KubeAccess(*ep.Kube)
+		cfg.Kube = &k
+	}
 	l, err := info.New(cfg)
 	if err != nil {
 		t.Fatalf("%s.New: %v", alg, err)

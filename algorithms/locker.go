@@ -85,6 +85,10 @@ type Config struct {
 	MultiHost bool
 	// SQL is how the client logs in to a SQL topology's server (the cluster's Endpoints.SQL).
 	SQL *SQLLogin
+	// Kube is how the client reaches a kubernetes topology's apiserver besides Addrs[0], its
+	// proxy to it: the bearer token and the CA (the cluster's Endpoints.Kube; KubeRESTConfig
+	// makes a client-go rest.Config of them).
+	Kube *KubeAccess
 	// Sentinel, when set, makes single-node Redis algorithms find the master through Sentinel.
 	Sentinel *SentinelConfig
 	// Dial, when set, is used for every connection (it maps a server's real address, as Sentinel

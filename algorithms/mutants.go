@@ -128,6 +128,20 @@ func init() {
 			},
 		},
 		{
+			Name: "k8s-leaderelection-ignore-stopped", Mutant: "k8s-leaderelection", Topologies: []string{topoKubernetes},
+			Removed: "honouring OnStoppedLeading (kubernetes #23731): the leader goes on while IsLeader() says so, " +
+				"which stays true after its renewals failed and the elector gave up",
+			Points: []string{"release:before-cancel"}, Unreached: k8sClockUnreached,
+			New: newK8sElector(false, true),
+		},
+		{
+			Name: "k8s-leaderelection-own-duration", Mutant: "k8s-leaderelection-short-lease", Topologies: []string{topoKubernetes},
+			Removed: "the holder's recorded LeaseDurationSeconds (kubernetes #114872): each candidate counts the lease by " +
+				"its own LeaseDuration, as client-go did before v0.27 (#47671)",
+			Points: []string{"release:before-cancel"}, Unreached: k8sClockUnreached,
+			New: newK8sShortLease(true),
+		},
+		{
 			Name: "fence-unchecked", Mutant: "token+fence", Topologies: single,
 			Removed: "the resource's fence check: fences are handed out, nobody rejects a stale one",
 			Points:  []string{"release:before-del"},

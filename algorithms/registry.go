@@ -41,6 +41,10 @@ type Info struct {
 	ReferenceOn []string
 	// Process is true for a process client (algorithms/process): its clock is its process's.
 	Process bool
+	// Unreached maps the fault kinds that cannot reach this lock to why ("clock-skew": client-go
+	// keeps its clock where the harness cannot move it). A cell with such a fault is n/a with the
+	// reason, and `lockchaos list` says so: the lock is the one owner of what cannot touch it.
+	Unreached map[string]string
 	// Renews is the period at which the lock renews its lease in the background (a watchdog or
 	// heartbeat thread, a ZooKeeper client's session pings), 0 when it renews nothing: a fault
 	// that must outlast the lease must outlast a renewal too (a frozen heartbeat, a partition

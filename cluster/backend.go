@@ -75,4 +75,6 @@ type server struct {
 	// cred, when set, runs the process as another user: PostgreSQL and pgbouncer refuse to run
 	// as root (serverUser).
 	cred *syscall.Credential
+	// kube is a kube-apiserver's keys (its clients' Endpoints.Kube comes from them).
+	kube *kubePKI
 }

@@ -123,6 +123,9 @@ type Endpoints struct {
 	// SQL is how this client logs in to a SQL topology's server (nil for the others; the
 	// harness's own login for the direct endpoints).
 	SQL *SQLLogin
+	// Kube is set for kubernetes: the token and CA a client builds its client-go rest.Config
+	// with, Addrs[0] (https) being its way to the apiserver.
+	Kube *KubeAccess
 	// Dial maps a data node's real address (as Sentinel reports it) to this client's proxy for
 	// it; nil when proxies are off.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)

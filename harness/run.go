@@ -311,6 +311,10 @@ func newClients(cfg Config, info algorithms.Info, cl cluster.Cluster, env *env, 
 			l := algorithms.SQLLogin(*ep.SQL)
 			acfg.SQL = &l
 		}
+		if ep.Kube != nil {
+			k := algorithms.KubeAccess(*ep.Kube)
+			acfg.Kube = &k
+		}
 		locker, err := info.New(acfg)
 		if err != nil {
 			closeAll(clients)

@@ -104,9 +104,12 @@ func WithBackend(name string) Option {
 // and three Sentinels in Config.Sentinel), "redis-cluster" (Config.Cluster set, the seed nodes in
 // Config.Addrs), "zookeeper" (a 3-node ensemble in Config.Addrs), "etcd" (etcd members in
 // Config.Addrs), "postgres", "postgres-standby", "postgres-pgbouncer" and "mariadb" (Config.SQL is
-// how to log in, Config.Addrs the server's address). The first is where the lock runs; the others
+// how to log in, Config.Addrs the server's address), "kubernetes" (a kube-apiserver at
+// https://Config.Addrs[0], Config.Kube its token and CA: algorithms.KubeRESTConfig makes the
+// client-go rest.Config of a user's own elector). The first is where the lock runs; the others
 // are topologies it also supports. Each topology's reference lock (token on the Redis ones, redlock
-// on redis-multi, zookeeper, etcd, pg-advisory on the PostgreSQL ones, mysql-get-lock on mariadb)
+// on redis-multi, zookeeper, etcd, pg-advisory on the PostgreSQL ones, mysql-get-lock on mariadb,
+// k8s-leaderelection on kubernetes)
 // gives the n/a reasons and, with WithExpectationsOf, the expectations. Default "redis-single"
 // alone, so the failover scenario (which runs on redis-sentinel) is skipped: a factory that
 // handles Config.Sentinel adds it with WithTopology("redis-single", "redis-sentinel").

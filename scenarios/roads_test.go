@@ -84,3 +84,23 @@ func TestOwnTopologyVariants(t *testing.T) {
 		t.Errorf("a lock of redis-cluster's own × node-kill: workload %+v, token there %+v", mine.Workload, token.Workload)
 	}
 }
+
+// TestUnreachedIsTheLocks: a fault kind the lock says cannot reach it (client-go's clock) makes
+// the cell n/a with the lock's reason, on every road.
+func TestUnreachedIsTheLocks(t *testing.T) {
+	lock := algorithms.Info{Name: "mine", Topologies: []string{"redis-single"}, Unreached: map[string]string{"clock-skew": "its clock is its own"}}
+	c, err := must("clock-skew").CellFor(lock, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NA != "clock-skew cannot reach the lock: its clock is its own" {
+		t.Errorf("clock-skew of a lock whose clock cannot be moved: n/a %q", c.NA)
+	}
+	k8s, err := algorithms.Lookup("k8s-leaderelection")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := must("clock-skew").CellFor(k8s, ""); c.NA == "" {
+		t.Error("k8s-leaderelection × clock-skew runs: client-go's clock cannot be moved")
+	}
+}

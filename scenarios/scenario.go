@@ -283,6 +283,11 @@ func (s Scenario) cannotShow(c Cell, where string) string {
 	if len(c.Lock.Topologies) > 0 && !slices.Contains(c.Lock.Topologies, where) {
 		return fmt.Sprintf("the lock does not run on %s (it runs on %s)", where, strings.Join(c.Lock.Topologies, ", "))
 	}
+	for _, f := range c.Faults {
+		if why, ok := c.Lock.Unreached[f.Kind]; ok {
+			return f.Kind + " cannot reach the lock: " + why
+		}
+	}
 	t, err := cluster.LookupTopology(where)
 	if err != nil {
 		return ""

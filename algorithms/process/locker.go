@@ -217,6 +217,7 @@ func (l *Locker) init() error {
 	}
 	req.Routes = l.cfg.Routes
 	req.SQLLogin = l.cfg.SQL
+	req.KubeAccess = l.cfg.Kube
 	r, err := l.call(context.Background(), req, time.Now().Add(l.spec.InitTimeout), 0)
 	if err != nil {
 		return err

@@ -49,6 +49,9 @@ type request struct {
 	// On the SQL topologies, how to log in besides the address (user, database,
 	// application_name).
 	*algorithms.SQLLogin `json:",omitempty"`
+	// On kubernetes, the apiserver's bearer token and CA (PEM) besides its address, nodes[0]
+	// (https): kube_token, kube_ca.
+	*algorithms.KubeAccess `json:",omitempty"`
 }
 
 // reply is one client → harness line: an answer (in_reply_to set) or an unsolicited lost.

@@ -79,6 +79,8 @@ type listedAlgorithm struct {
 	Topologies []string `json:"topologies"`
 	Points     []string `json:"points"`
 	Fenced     bool     `json:"fenced"`
+	// Unreached are the fault kinds that cannot reach the lock, and why (algorithms.Info).
+	Unreached map[string]string `json:"unreached,omitempty"`
 }
 
 func cmdList(args []string, stdout io.Writer) (int, error) {
@@ -92,7 +94,7 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 	l := listing{Scenarios: scenarios.All(), Topologies: cluster.Topologies, Faults: faults.KindNames(),
 		Points: map[string][]string{"critical section": harness.Points}, Wire: cluster.WireSupport()}
 	for _, a := range algorithms.All() {
-		l.Algorithms = append(l.Algorithms, listedAlgorithm{a.Name, a.Summary, a.Source, a.Topologies, a.Points, a.Fenced})
+		l.Algorithms = append(l.Algorithms, listedAlgorithm{a.Name, a.Summary, a.Source, a.Topologies, a.Points, a.Fenced, a.Unreached})
 	}
 	for _, t := range cluster.AllTopologies() {
 		lt := listedTopology{Topology: t, NA: map[string]string{}}
@@ -149,6 +151,11 @@ func cmdList(args []string, stdout io.Writer) (int, error) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.Family, t.Reference, orDash(t.Wire), orDash(strings.Join(slices.Sorted(maps.Keys(t.NA)), ", ")))
 	}
 	tw.Flush()
+	for _, a := range l.Algorithms {
+		for _, k := range slices.Sorted(maps.Keys(a.Unreached)) {
+			fmt.Fprintf(stdout, "%s: %s cannot reach it: %s\n", a.Name, k, a.Unreached[k])
+		}
+	}
 	fmt.Fprintf(stdout, "\ntopologies: %s\nfaults: %s\nwire points (a fault at a command on the wire) parse:\n", strings.Join(l.Topologies, ", "), strings.Join(l.Faults, ", "))
 	for _, k := range slices.Sorted(maps.Keys(l.Wire)) {
 		fmt.Fprintf(stdout, "  %s: %s\n", k, l.Wire[k])

@@ -47,9 +47,12 @@ func Register(m *process.Manifest) error {
 		}
 		codes[scen] = e.Code()
 	}
+	// A clock the skew cannot move is the lock's to say (Info.Unreached), unless the manifest
+	// says what it measured there.
+	var unreached map[string]string
 	if _, ok := codes[clockSkew]; !ok {
 		if why := m.ClockNA(); why != "" {
-			codes[clockSkew] = "-: the skew cannot reach this process client's clock: " + why
+			unreached = map[string]string{clockSkew: "the skew cannot reach this process client's clock: " + why}
 		}
 	}
 	spec := m.Spec()
@@ -61,7 +64,7 @@ func Register(m *process.Manifest) error {
 	}
 	algorithms.Register(algorithms.Info{
 		Name: m.Name, Summary: summary, Source: m.Source, Topologies: append([]string{m.Topology}, m.AlsoOn...),
-		Family: m.Family, Process: true, Renews: m.Renews,
+		Family: m.Family, Process: true, Renews: m.Renews, Unreached: unreached,
 		New: func(cfg algorithms.Config) (algorithms.Locker, error) {
 			once.Do(func() { reqErr = m.CheckRequires() })
 			if reqErr != nil {
