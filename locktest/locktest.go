@@ -249,6 +249,15 @@ func (c config) plan(lock algorithms.Info) ([]item, error) {
 		if err != nil {
 			return nil, err
 		}
+		// A cell on the lock's own topology takes that topology's variants ("@redis-cluster":
+		// node-kill's longer stuck limit; "@postgres-standby": failover's forced race), as the
+		// reference's cell below does: without them the lock would run another scenario than
+		// the one whose expectation it is held to.
+		if cell.Topology == "" || cell.Topology == c.topologies[0] {
+			if cell, err = s.CellFor(lock, c.topologies[0]); err != nil {
+				return nil, err
+			}
+		}
 		// The reference's cell on the same servers: its n/a reasons, and its expectation for
 		// WithExpectationsOf.
 		where := cmp.Or(cell.Topology, c.topologies[0])

@@ -27,9 +27,16 @@ var factories = map[string]func(bug Bug) locktest.Factory{
 	"etcd": func(bug Bug) locktest.Factory {
 		return func(cfg algorithms.Config) (algorithms.Locker, error) { return NewEtcdLock(cfg, bug) }
 	},
-	"postgres":           pgFactory,
-	"postgres-standby":   pgFactory,
-	"postgres-pgbouncer": pgFactory,
+	"postgres":         pgFactory,
+	"postgres-standby": pgFactory,
+	// Through pgbouncer's transaction pooling only a transaction pins a server session: the
+	// correct lock there is the transaction-level one.
+	"postgres-pgbouncer": func(bug Bug) locktest.Factory {
+		if bug == SessionLock {
+			return pgFactory(Correct)
+		}
+		return func(cfg algorithms.Config) (algorithms.Locker, error) { return NewPgXactLock(cfg, bug) }
+	},
 	"mariadb": func(bug Bug) locktest.Factory {
 		return func(cfg algorithms.Config) (algorithms.Locker, error) { return NewGetLock(cfg, bug) }
 	},
@@ -106,10 +113,11 @@ var bugs = []caught{
 	{"etcd", "partition", "unsafe-client", NoValid},
 	{"postgres", "session-kill", "unsafe-lost", NoValid},
 	{"postgres-standby", "session-kill", "unsafe-lost", NoValid},
+	{"postgres-pgbouncer", "pgbouncer-transaction", "unsafe-service", SessionLock},
 	{"mariadb", "session-kill", "unsafe-lost", NoValid},
 }
 
-var bugNames = map[Bug]string{PlainDel: "plain-del", NoValidity: "no-validity", NoValid: "no-valid", Persistent: "persistent"}
+var bugNames = map[Bug]string{PlainDel: "plain-del", NoValidity: "no-validity", NoValid: "no-valid", Persistent: "persistent", SessionLock: "session-lock"}
 
 // TestBuggy: each buggy twin is caught by the scenario that names its bug: the run comes out
 // with the verdict the bug leads to, or the subtest fails.

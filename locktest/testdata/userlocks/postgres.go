@@ -159,3 +159,92 @@ func (l *PgAdvisoryLock) Release(ctx context.Context, lease algorithms.Lease) er
 	}
 	return nil
 }
+
+// PgXactLock is the transaction-level advisory lock: BEGIN, pg_advisory_xact_lock(key), the
+// transaction kept open while the lock is held, COMMIT to release. Through a transaction-mode
+// pooler (postgres-pgbouncer) the open transaction pins its server session, where a session lock
+// (PgAdvisoryLock) lands in whichever pooled session ran its statement.
+type PgXactLock struct {
+	*PgAdvisoryLock
+}
+
+type pgXactHeld struct {
+	conn *pgx.Conn
+	tx   pgx.Tx
+}
+
+// NewPgXactLock builds the lock for one client (as NewPgAdvisoryLock).
+func NewPgXactLock(cfg algorithms.Config, bug Bug) (*PgXactLock, error) {
+	l, err := NewPgAdvisoryLock(cfg, bug)
+	if err != nil {
+		return nil, err
+	}
+	return &PgXactLock{l}, nil
+}
+
+// Acquire begins a transaction and waits in it for the lock.
+func (l *PgXactLock) Acquire(ctx context.Context) (algorithms.Lease, error) {
+	l.mu.Lock()
+	conn := l.conn
+	l.mu.Unlock()
+	if conn == nil || conn.IsClosed() {
+		c, err := pgx.ConnectConfig(ctx, l.cc)
+		if err != nil {
+			return algorithms.Lease{}, fmt.Errorf("connect: %w", err)
+		}
+		l.mu.Lock()
+		l.conn, conn = c, c
+		l.mu.Unlock()
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		l.drop(conn)
+		return algorithms.Lease{}, fmt.Errorf("BEGIN: %w", err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", l.key); err != nil {
+		l.drop(conn) // the session's end rolls the transaction, and any lock it got, back
+		var pe *pgconn.PgError
+		if ctx.Err() != nil || errors.As(err, &pe) {
+			return algorithms.Lease{}, fmt.Errorf("pg_advisory_xact_lock: %w", err)
+		}
+		return algorithms.Lease{}, &algorithms.UnknownError{Op: "pg_advisory_xact_lock", Err: err}
+	}
+	return algorithms.Lease{NoExpiry: true, Data: pgXactHeld{conn, tx}}, nil
+}
+
+// Valid asks the server, in the lock's transaction, whether its session holds the lock.
+func (l *PgXactLock) Valid(lease algorithms.Lease) bool {
+	if l.bug == NoValid {
+		return true
+	}
+	h, ok := lease.Data.(pgXactHeld)
+	if !ok || h.conn.IsClosed() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.op)
+	defer cancel()
+	var held bool
+	err := h.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory'
+		AND pid = pg_backend_pid() AND granted AND classid = 0 AND objid::bigint = $1 AND objsubid = 1)`, l.key).Scan(&held)
+	if err != nil {
+		l.drop(h.conn)
+		return false
+	}
+	return held
+}
+
+// Release commits: the lock ends with the transaction (a failed COMMIT drops the session, whose
+// end rolls it back: released either way).
+func (l *PgXactLock) Release(ctx context.Context, lease algorithms.Lease) error {
+	h, ok := lease.Data.(pgXactHeld)
+	if !ok {
+		return errors.New("pg release: not our lease")
+	}
+	if h.conn.IsClosed() {
+		return nil
+	}
+	if err := h.tx.Commit(ctx); err != nil && !errors.Is(err, pgx.ErrTxCommitRollback) {
+		l.drop(h.conn)
+	}
+	return nil
+}

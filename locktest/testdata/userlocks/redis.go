@@ -24,11 +24,12 @@ import (
 type Bug int
 
 const (
-	Correct    Bug = iota
-	PlainDel       // Redis: release by a plain DEL, whoever holds the key
-	NoValidity     // lease locks: the holder trusts the lease until it releases
-	NoValid        // session locks (etcd, SQL): the holder never asks whether it still holds
-	Persistent     // ZooKeeper: PERSISTENT sequential nodes, never removed when their holder dies
+	Correct     Bug = iota
+	PlainDel        // Redis: release by a plain DEL, whoever holds the key
+	NoValidity      // lease locks: the holder trusts the lease until it releases
+	NoValid         // session locks (etcd, SQL): the holder never asks whether it still holds
+	Persistent      // ZooKeeper: PERSISTENT sequential nodes, never removed when their holder dies
+	SessionLock     // through a transaction pooler: a session advisory lock, not a transaction's
 )
 
 // compareAndDelete is the release script of the Redis SET documentation.
