@@ -92,6 +92,16 @@ func redisErr(op string, err error) error {
 	return &algorithms.UnknownError{Op: op, Err: err}
 }
 
+// reload refreshes a cluster client's slot map after a command failed other than by an error
+// reply: go-redis reloads it only on MOVED or when it is 10 s old, and a client still sending to
+// a dead master gets no MOVED — after a failover it would wait out those 10 s.
+func (l *RedisLock) reload(err error) {
+	var rerr redis.Error
+	if cc, ok := l.rdb.(*redis.ClusterClient); ok && !errors.As(err, &rerr) {
+		cc.ReloadState(context.Background()) // in the background
+	}
+}
+
 // Acquire sets the key with a fresh token, retrying every 10 ms until it takes or ctx ends.
 func (l *RedisLock) Acquire(ctx context.Context) (algorithms.Lease, error) {
 	token := rand.Text()
@@ -104,6 +114,7 @@ func (l *RedisLock) Acquire(ctx context.Context) (algorithms.Lease, error) {
 		ok, err := l.rdb.SetNX(rctx, l.key, token, l.ttl).Result()
 		cancel()
 		if err != nil {
+			l.reload(err)
 			return algorithms.Lease{}, redisErr("SET NX PX", err)
 		}
 		if ok {
@@ -135,6 +146,7 @@ func (l *RedisLock) Release(ctx context.Context, lease algorithms.Lease) error {
 		n, err = l.rdb.Eval(rctx, compareAndDelete, []string{l.key}, token).Int64()
 	}
 	if err != nil {
+		l.reload(err)
 		return redisErr("release", err)
 	}
 	if n == 0 {
