@@ -7,7 +7,7 @@ VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian packages the tests and the local backend need.
 DEBS  := redis-server redis-sentinel redis-tools zookeeper libslf4j-java default-jre-headless etcd-server chromium \
-         python3-redis python3-kazoo python3-etcd3 python3-psycopg2 libcurator-recipes-java default-jdk-headless libfaketime \
+         python3-redis python3-kazoo python3-etcd3 python3-psycopg2 python3-pymysql libcurator-recipes-java default-jdk-headless libfaketime \
          postgresql pgbouncer mariadb-server
 FUZZTIME ?= 20s
 BENCH_LONG_RUN ?= 10m

@@ -43,7 +43,7 @@ func NewEtcdLock(cfg algorithms.Config, bug Bug) (*EtcdLock, error) {
 	}
 	return &EtcdLock{
 		cli: cli, prefix: "/userlocks/" + cfg.Name, ttl: max(int(math.Ceil(cfg.TTL.Seconds())), 1),
-		op: max(cfg.TTL/4, 100*time.Millisecond), bug: bug,
+		op: opTimeout(cfg), bug: bug,
 	}, nil
 }
 

@@ -32,7 +32,7 @@ func NewGetLock(cfg algorithms.Config, bug Bug) (*GetLock, error) {
 	if cfg.SQL == nil || len(cfg.Addrs) == 0 {
 		return nil, errors.New("GET_LOCK: needs a SQL login and an address")
 	}
-	op := max(cfg.TTL/4, 100*time.Millisecond)
+	op := opTimeout(cfg)
 	mc := mysql.NewConfig()
 	mc.User, mc.Passwd, mc.DBName, mc.Net, mc.Addr = cfg.SQL.User, cfg.SQL.Password, cfg.SQL.Database, "tcp", cfg.Addrs[0]
 	mc.Timeout = max(op, time.Second)

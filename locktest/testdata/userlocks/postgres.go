@@ -55,7 +55,7 @@ func NewPgAdvisoryLock(cfg algorithms.Config, bug Bug) (*PgAdvisoryLock, error) 
 	if err != nil {
 		return nil, err
 	}
-	op := max(cfg.TTL/4, 100*time.Millisecond)
+	op := opTimeout(cfg)
 	cc.ConnectTimeout = max(op, time.Second)
 	cc.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol // a pooler keeps no prepared statements
 	if cfg.Dial != nil {

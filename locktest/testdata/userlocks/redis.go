@@ -32,6 +32,15 @@ const (
 	SessionLock     // through a transaction pooler: a session advisory lock, not a transaction's
 )
 
+// opTimeout bounds one request to a server: Config.OpTimeout when the test gives one (a scenario
+// may, so that a reply it holds back still reaches the lock: latency gives 2×TTL), else TTL/4.
+func opTimeout(cfg algorithms.Config) time.Duration {
+	if cfg.OpTimeout > 0 {
+		return cfg.OpTimeout
+	}
+	return max(cfg.TTL/4, 100*time.Millisecond)
+}
+
 // compareAndDelete is the release script of the Redis SET documentation.
 const compareAndDelete = `if redis.call("get", KEYS[1]) == ARGV[1] then
     return redis.call("del", KEYS[1])
@@ -53,7 +62,7 @@ type RedisLock struct {
 // when cfg.Sentinel is set, NewClusterClient when cfg.Cluster is. Every connection goes through
 // cfg.Dial (the client's proxy).
 func NewRedisLock(cfg algorithms.Config, bug Bug) (*RedisLock, error) {
-	op := max(cfg.TTL/10, 50*time.Millisecond)
+	op := opTimeout(cfg)
 	var rdb redis.UniversalClient
 	switch {
 	case cfg.Sentinel != nil:
