@@ -165,10 +165,13 @@ var bugs = []caught{
 	{"redis-multi", "latency", "unsafe-client", NoValidity},
 	{"zookeeper", "client-crash", "stuck", Persistent},
 	{"etcd", "partition", "unsafe-client", NoValid},
-	{"postgres", "session-kill", "unsafe-lost", NoValid},
-	{"postgres-standby", "session-kill", "unsafe-lost", NoValid},
+	// The correct SQL lock is unsafe-service in session-kill too (the server drops the killed
+	// session's lock and grants the waiter); what the missing Valid adds is the killed holder's
+	// write overlapping the next holder's: the client class, mostly with a lost update.
+	{"postgres", "session-kill", "unsafe-client", NoValid},
+	{"postgres-standby", "session-kill", "unsafe-client", NoValid},
 	{"postgres-pgbouncer", "pgbouncer-transaction", "unsafe-service", SessionLock},
-	{"mariadb", "session-kill", "unsafe-lost", NoValid},
+	{"mariadb", "session-kill", "unsafe-client", NoValid},
 }
 
 var bugNames = map[Bug]string{PlainDel: "plain-del", NoValidity: "no-validity", NoValid: "no-valid", Persistent: "persistent", SessionLock: "session-lock"}
