@@ -13,13 +13,16 @@ deadline makes a reply that never comes an error, the connection is closed (its 
 lock it held, ends when the server notices) and the answer is `info` (the request may have taken
 effect).
 
+--bug no-valid is the classic mistake: `valid` always answers held, as a holder that trusts its
+lock until it releases it (pymysql-get-lock-no-valid.yaml).
+
 Protocol: docs/process-clients.md (JSON lines on stdin/stdout). The login comes from init: the
 address is this client's proxy (`nodes[0]`), `user` (on the local server, the tag by which the
 session-kill fault finds this client's sessions), `password` and `database` when given.
 """
+import argparse
 import json
 import sys
-import time
 
 import pymysql
 
@@ -34,6 +37,9 @@ def send(msg):
 
 
 login, name, conn = None, None, None
+ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+ap.add_argument("--bug", choices=["none", "no-valid"], default="none")
+bug = ap.parse_args().bug
 
 
 def connect(timeout):
@@ -89,6 +95,8 @@ for line in sys.stdin:
             else:  # NULL: the wait failed in the server (the session was killed meanwhile)
                 drop()
                 send({"in_reply_to": rid, "type": "fail", "code": "refused", "text": "GET_LOCK returned NULL"})
+        elif kind == "valid" and bug == "no-valid":
+            send({"in_reply_to": rid, "type": "ok", "held": True})
         elif kind == "valid":
             held = query("SELECT IS_USED_LOCK(%s) = CONNECTION_ID()", (name,), timeout)
             send({"in_reply_to": rid, "type": "ok", "held": held == 1})
