@@ -128,12 +128,13 @@ func (l *EtcdLock) Acquire(ctx context.Context) (algorithms.Lease, error) {
 		return algorithms.Lease{}, err
 	}
 	var ee rpctypes.EtcdError
-	if errors.As(err, &ee) && ee != rpctypes.ErrTimeout && ee != rpctypes.ErrTimeoutDueToLeaderFail &&
-		ee != rpctypes.ErrTimeoutDueToConnectionLost || m.Key() == "\x00" {
-		return algorithms.Lease{}, err // refused, or Lock's own cleanup deleted our key
+	if m.Key() == "\x00" || errors.As(err, &ee) && ee != rpctypes.ErrTimeout && ee != rpctypes.ErrTimeoutDueToLeaderFail &&
+		ee != rpctypes.ErrTimeoutDueToConnectionLost {
+		return algorithms.Lease{}, err // Lock's own cleanup deleted our key, or the server refused
 	}
-	// The key may be there: start afresh in a new session so it cannot hold the lock late.
-	l.forget(s)
+	// Our key may be there, under our session: the session is kept, and its next Lock takes that
+	// key over rather than queueing behind it (a new session's key would go to the back of the
+	// queue each time, behind the keys of the others' abandoned waits).
 	return algorithms.Lease{}, &algorithms.UnknownError{Op: "etcd lock", Err: err}
 }
 

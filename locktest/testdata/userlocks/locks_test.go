@@ -131,6 +131,19 @@ func topologies(t *testing.T) []string {
 	return slices.Sorted(maps.Keys(factories))
 }
 
+// seeds is USERLOCKS_SEEDS: how many times to run each scenario, with seeds 1..n (default 1).
+func seeds(t *testing.T) int {
+	v := os.Getenv("USERLOCKS_SEEDS")
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("USERLOCKS_SEEDS=%q: want a count from 1", v)
+	}
+	return n
+}
+
 // TestCorrect: each topology's correct lock does as well as the topology's reference lock in
 // every scenario (WithExpectationsOf), but where differs says why it does otherwise.
 func TestCorrect(t *testing.T) {
@@ -144,6 +157,14 @@ func TestCorrect(t *testing.T) {
 			for scen, v := range differs[topo] {
 				verdict, _, _ := strings.Cut(v, ":")
 				opts = append(opts, locktest.WithExpect(scen, verdict))
+			}
+			if n := seeds(t); n > 1 {
+				for seed := 1; seed <= n; seed++ {
+					t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+						locktest.Run(t, factories[topo](Correct), append(opts, locktest.WithSeed(int64(seed)))...)
+					})
+				}
+				return
 			}
 			locktest.Run(t, factories[topo](Correct), opts...)
 		})
@@ -178,17 +199,10 @@ var bugNames = map[Bug]string{PlainDel: "plain-del", NoValidity: "no-validity", 
 
 // TestBuggy: each buggy twin is caught by the scenario that names its bug: the run comes out
 // with the verdict the bug leads to, or the subtest fails. USERLOCKS_SEEDS=n runs each n times,
-// with seeds 1..n.
+// with seeds 1..n (TestCorrect too).
 func TestBuggy(t *testing.T) {
 	want := topologies(t)
-	seeds := 1
-	if v := os.Getenv("USERLOCKS_SEEDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("USERLOCKS_SEEDS=%q: want a count from 1", v)
-		}
-		seeds = n
-	}
+	seeds := seeds(t)
 	for _, b := range bugs {
 		if !slices.Contains(want, b.topology) {
 			continue
