@@ -188,11 +188,14 @@ var bugs = []caught{
 	{"etcd", "partition", "unsafe-client", NoValid},
 	// The correct SQL lock is unsafe-service in session-kill too (the server drops the killed
 	// session's lock and grants the waiter); what the missing Valid adds is the killed holder's
-	// write overlapping the next holder's: the client class, mostly with a lost update.
-	{"postgres", "session-kill", "unsafe-client", NoValid},
-	{"postgres-standby", "session-kill", "unsafe-client", NoValid},
+	// write after the next holder's read: a lost update (the catalogue's Ul). Measured over 10
+	// seeds per topology: 29 of 30 (postgres seed 4 once overlapped without losing the update;
+	// the client class would have caught it, but missed mariadb seed 5, whose overlap the
+	// checker charged to the service alone).
+	{"postgres", "session-kill", "unsafe-lost", NoValid},
+	{"postgres-standby", "session-kill", "unsafe-lost", NoValid},
 	{"postgres-pgbouncer", "pgbouncer-transaction", "unsafe-service", SessionLock},
-	{"mariadb", "session-kill", "unsafe-client", NoValid},
+	{"mariadb", "session-kill", "unsafe-lost", NoValid},
 }
 
 var bugNames = map[Bug]string{PlainDel: "plain-del", NoValidity: "no-validity", NoValid: "no-valid", Persistent: "persistent", SessionLock: "session-lock"}
