@@ -31,6 +31,9 @@
 //   - Config.TTL is the lease to ask the server for (Config.SessionTimeout the ZooKeeper session
 //     timeout); Config.Name the lock's name; Config.Clock is the client's clock (read time
 //     through it and the clock-skew scenario can skew yours); Config.Rand is a seeded source.
+//     Config.OpTimeout is how long to wait for one request: a scenario sizes it (latency: 2×TTL)
+//     so that the reply it holds back still reaches your lock; a lock that gives up sooner on a
+//     timeout of its own dodges the fault instead of facing it.
 //   - Config.Point, called between the steps of Acquire and Release ("release:before-del", ...),
 //     lets a fault stop the client there. Calling it is optional: the catalogue reaches a lock
 //     that marks no point by what the harness owns — its own points around the critical section
@@ -268,6 +271,15 @@ func (c config) plan(lock algorithms.Info) ([]item, error) {
 		cell, err := s.CellFor(lock, "")
 		if err != nil {
 			return nil, err
+		}
+		// A cell on the lock's own topology takes that topology's variants ("@redis-cluster":
+		// node-kill's longer stuck limit; "@postgres-standby": failover's forced race), as the
+		// reference's cell below does: without them the lock would run another scenario than
+		// the one whose expectation it is held to.
+		if cell.Topology == "" || cell.Topology == c.topologies[0] {
+			if cell, err = s.CellFor(lock, c.topologies[0]); err != nil {
+				return nil, err
+			}
 		}
 		// The reference's cell on the same servers: its n/a reasons, and its expectation for
 		// WithExpectationsOf.
