@@ -8,7 +8,7 @@ import (
 	"net"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	toxiproxy "github.com/lockchaos/lockchaos/third_party/toxiproxy"
 )
 
 // Topologies (docs/design.md#topologies-and-backends). Each registers itself from its own file (registerTopology): redis.go,

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	toxiproxy "github.com/lockchaos/lockchaos/third_party/toxiproxy"
 )
 
 // buildEndpoints makes one proxy per client per data node and sentinel when proxies are on. Dial

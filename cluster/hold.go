@@ -3,8 +3,8 @@ package cluster
 import (
 	"time"
 
-	"github.com/Shopify/toxiproxy/v2/stream"
-	"github.com/Shopify/toxiproxy/v2/toxics"
+	"github.com/lockchaos/lockchaos/third_party/toxiproxy/stream"
+	"github.com/lockchaos/lockchaos/third_party/toxiproxy/toxics"
 )
 
 // HoldToxic is the toxic type of a faithful partition (docs/design.md#faults): while it is on a stream, no

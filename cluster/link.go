@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	toxiproxy "github.com/lockchaos/lockchaos/third_party/toxiproxy"
 )
 
 // Link is one proxied hop that network faults act on, whichever toxiproxy holds it: an embedded

@@ -6,7 +6,7 @@ import (
 	"net"
 	"sync"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	toxiproxy "github.com/lockchaos/lockchaos/third_party/toxiproxy"
 	"github.com/rs/zerolog"
 )
 

@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/Shopify/toxiproxy/v2/stream"
-	"github.com/Shopify/toxiproxy/v2/toxics"
+	"github.com/lockchaos/lockchaos/third_party/toxiproxy/stream"
+	"github.com/lockchaos/lockchaos/third_party/toxiproxy/toxics"
 
 	"github.com/lockchaos/lockchaos/cluster/wire"
 )

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Shopify/toxiproxy/v2/stream"
-	"github.com/Shopify/toxiproxy/v2/toxics"
+	"github.com/lockchaos/lockchaos/third_party/toxiproxy/stream"
+	"github.com/lockchaos/lockchaos/third_party/toxiproxy/toxics"
 )
 
 // The wire toxic on its own, without servers or a proxy (the faults package's wire tests run it

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+	toxiclient "github.com/lockchaos/lockchaos/third_party/toxiproxy/client"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockchaos/lockchaos/cluster"

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+	toxiclient "github.com/lockchaos/lockchaos/third_party/toxiproxy/client"
 
 	"github.com/lockchaos/lockchaos/cluster"
 )

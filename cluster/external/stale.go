@@ -13,7 +13,7 @@ import (
 	"strings"
 	"syscall"
 
-	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+	toxiclient "github.com/lockchaos/lockchaos/third_party/toxiproxy/client"
 
 	"github.com/lockchaos/lockchaos/cluster"
 )

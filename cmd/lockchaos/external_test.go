@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+	toxiclient "github.com/lockchaos/lockchaos/third_party/toxiproxy/client"
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/cluster/external"

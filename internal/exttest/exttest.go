@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+	toxiclient "github.com/lockchaos/lockchaos/third_party/toxiproxy/client"
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/internal/testenv"
@@ -56,7 +56,7 @@ func ToxiproxyBinary(t testing.TB) string {
 			return
 		}
 		tmp := fmt.Sprintf("%s.%d", path, os.Getpid())
-		out, err := exec.Command("go", "build", "-o", tmp, "github.com/Shopify/toxiproxy/v2/cmd/server").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", tmp, "github.com/lockchaos/lockchaos/third_party/toxiproxy/cmd/server").CombinedOutput()
 		if err != nil {
 			buildOnce.err = fmt.Errorf("go build toxiproxy-server: %v: %s", err, out)
 			return

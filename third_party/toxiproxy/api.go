@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/rs/zerolog/hlog"
 
-	"github.com/Shopify/toxiproxy/v2/toxics"
+	"github.com/lockchaos/lockchaos/third_party/toxiproxy/toxics"
 )
 
 func stopBrowsersMiddleware(next http.Handler) http.Handler {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/Shopify/toxiproxy/v2/stream"
-	"github.com/Shopify/toxiproxy/v2/toxics"
+	"github.com/lockchaos/lockchaos/third_party/toxiproxy/stream"
+	"github.com/lockchaos/lockchaos/third_party/toxiproxy/toxics"
 )
 
 // ToxicLinks are single direction pipelines that connects an input and output via

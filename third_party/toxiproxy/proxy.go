@@ -8,7 +8,7 @@ import (
 	"github.com/rs/zerolog"
 	tomb "gopkg.in/tomb.v1"
 
-	"github.com/Shopify/toxiproxy/v2/stream"
+	"github.com/lockchaos/lockchaos/third_party/toxiproxy/stream"
 )
 
 // Proxy represents the proxy in its entirety with all its links. The main

@@ -10,8 +10,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/Shopify/toxiproxy/v2/stream"
-	"github.com/Shopify/toxiproxy/v2/toxics"
+	"github.com/lockchaos/lockchaos/third_party/toxiproxy/stream"
+	"github.com/lockchaos/lockchaos/third_party/toxiproxy/toxics"
 )
 
 // ToxicCollection contains a list of toxics that are chained together. Each proxy

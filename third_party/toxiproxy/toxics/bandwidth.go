@@ -6,7 +6,7 @@ import (
 
 	"github.com/rs/zerolog/log"
 
-	"github.com/Shopify/toxiproxy/v2/stream"
+	"github.com/lockchaos/lockchaos/third_party/toxiproxy/stream"
 )
 
 // The BandwidthToxic passes data through at a limited rate.

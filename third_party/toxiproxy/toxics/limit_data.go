@@ -1,6 +1,6 @@
 package toxics
 
-import "github.com/Shopify/toxiproxy/v2/stream"
+import "github.com/lockchaos/lockchaos/third_party/toxiproxy/stream"
 
 // LimitDataToxic has limit in bytes.
 type LimitDataToxic struct {

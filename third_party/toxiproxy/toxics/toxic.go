@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/Shopify/toxiproxy/v2/stream"
+	"github.com/lockchaos/lockchaos/third_party/toxiproxy/stream"
 )
 
 // A Toxic is something that can be attatched to a link to modify the way

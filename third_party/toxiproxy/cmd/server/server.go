@@ -14,8 +14,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/rs/zerolog/log"
 
-	"github.com/Shopify/toxiproxy/v2"
-	"github.com/Shopify/toxiproxy/v2/collectors"
+	"github.com/lockchaos/lockchaos/third_party/toxiproxy"
+	"github.com/lockchaos/lockchaos/third_party/toxiproxy/collectors"
 )
 
 type cliArguments struct {
