@@ -348,4 +348,5 @@ func newK8sShortLease(own bool) func(Config) (Locker, error) {
 // move — the skew rate client-go's doc says it does not tolerate is out of the harness's reach.
 var k8sClockUnreached = map[string]string{
 	"clock-skew": "client-go's elector keeps its clock in an unexported field (clock.RealClock), and Go binaries ignore libfaketime",
+	"clock-rate": "client-go's elector keeps its clock in an unexported field (clock.RealClock), and Go binaries ignore libfaketime",
 }

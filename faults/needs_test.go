@@ -38,7 +38,7 @@ func TestNeeds(t *testing.T) {
 	free := map[string]bool{"clock-jump": true, "clock-skew": true}
 	for _, k := range KindNames() {
 		if _, ok := kinds[k].(needer); !ok && !free[k] {
-			t.Errorf("fault kind %s does not say what it needs (add a needs method in needs.go)", k)
+			t.Errorf("fault kind %s does not say what it needs (add a needs method in its file)", k)
 		}
 	}
 }

@@ -46,6 +46,9 @@ type Spec struct {
 
 	// Amount is the fault's size: latency, clock offset or clock jump (Size: in leases or absolute).
 	Amount Size `yaml:"amount,omitempty" json:"amount,omitzero"`
+	// Rate is clock-rate's factor: the target clients' clocks run at Rate× real time (0.5: half
+	// speed, a lease seems to last twice as long; 2: double).
+	Rate float64 `yaml:"rate,omitempty" json:"rate,omitempty"`
 	// Jitter is added to latency faults; RandomFor adds up to this much to For, from the seed.
 	Jitter Duration `yaml:"jitter,omitempty" json:"jitter,omitempty"`
 	// Stream is "both" (default), "upstream" (client→server) or "downstream" for link faults.

@@ -21,6 +21,9 @@ import (
 // says what it measured there.
 const clockSkew = "clock-skew"
 
+// clockRate is the fault kind that cannot reach a process client (Info.Unreached).
+const clockRate = "clock-rate"
+
 var (
 	mu         sync.Mutex
 	registered = map[string]string{} // name → manifest path
@@ -49,10 +52,12 @@ func Register(m *process.Manifest) error {
 	}
 	// A clock the skew cannot move is the lock's to say (Info.Unreached), unless the manifest
 	// says what it measured there.
-	var unreached map[string]string
+	// libfaketime counts a rate from the process's start: a process client's clock cannot be set
+	// running fast or slow from a point of the run.
+	unreached := map[string]string{clockRate: "libfaketime counts a rate from the process's start, so a process client's clock cannot be set running fast or slow from a point of the run"}
 	if _, ok := codes[clockSkew]; !ok {
 		if why := m.ClockNA(); why != "" {
-			unreached = map[string]string{clockSkew: "the skew cannot reach this process client's clock: " + why}
+			unreached[clockSkew] = "the skew cannot reach this process client's clock: " + why
 		}
 	}
 	spec := m.Spec()
