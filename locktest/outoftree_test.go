@@ -78,9 +78,10 @@ func TestOutOfTree(t *testing.T) {
 	switch {
 	case err != nil:
 		t.Fatalf("the out-of-tree module's tests failed: %v (output above)", err)
-	case !strings.Contains(out.String(), "--- PASS: TestCorrect"):
+	case !strings.Contains(out.String(), "--- PASS: Test"):
+		// Nothing ran to a pass: every test skipped (no servers), or none was chosen.
 		if testenv.Required(testenv.RequireServers) || !strings.Contains(out.String(), "--- SKIP") {
-			t.Fatal("the out-of-tree module's TestCorrect did not pass (output above)")
+			t.Fatal("no test of the out-of-tree module passed (output above)")
 		}
 		t.Skip("the out-of-tree module's tests skipped: servers missing (output above)")
 	}
