@@ -136,7 +136,7 @@ func (m *Manifest) check() error {
 	case len(m.Command) == 0:
 		return errors.New("no command (want e.g. command: [/usr/bin/python3, mylock.py])")
 	case m.Topology == "":
-		return errors.New("no topology (want redis-single, redis-sentinel, redis-multi, zookeeper or etcd)")
+		return errors.New("no topology (want one of those `lockchaos list` shows, e.g. topology: redis-single)")
 	}
 	if m.Renews < 0 {
 		return fmt.Errorf("renews %v: want the renewal period (e.g. 500ms), or no renews when the library renews nothing", m.Renews)

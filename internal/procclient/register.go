@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/algorithms/process"
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -39,6 +40,11 @@ func Register(m *process.Manifest) error {
 			return nil
 		}
 		return fmt.Errorf("%w %s: name %s is already used by %s", process.ErrBadManifest, m.Path, m.Name, p)
+	}
+	for _, t := range append([]string{m.Topology}, m.AlsoOn...) {
+		if _, err := cluster.LookupTopology(t); err != nil {
+			return fmt.Errorf("%w %s: topology %q is not one lockchaos runs (one of %s)", process.ErrBadManifest, m.Path, t, strings.Join(cluster.Topologies, ", "))
+		}
 	}
 	if _, err := algorithms.Lookup(m.Name); err == nil {
 		return fmt.Errorf("%w %s: name %s is a built-in algorithm; choose another", process.ErrBadManifest, m.Path, m.Name)
@@ -116,7 +122,7 @@ func RegisterCommand(command, topology string) (string, error) {
 		return "", fmt.Errorf("%w: --client-cmd is empty", process.ErrBadManifest)
 	}
 	if topology == "" {
-		return "", fmt.Errorf("%w: --client-cmd needs --topology (redis-single, redis-sentinel, redis-multi, zookeeper or etcd)", process.ErrBadManifest)
+		return "", fmt.Errorf("%w: --client-cmd needs --topology (one of %s)", process.ErrBadManifest, strings.Join(cluster.Topologies, ", "))
 	}
 	wd, _ := os.Getwd()
 	mu.Lock()
