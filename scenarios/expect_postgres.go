@@ -95,9 +95,13 @@ func sqlVariants() {
 	vary("client-crash", "sql", Variant{Faults: []faults.Spec{{Kind: "client-crash", Point: "cs:acquired"}}})
 	// A session lock outlives the partition (the server keeps the cut-off holder's session), so
 	// nobody takes it over meanwhile: the partition lasts its whole cap, as it always did, rather
-	// than wait for a takeover that cannot come (docs/design.md#faults-sized-to-the-lease).
-	for _, a := range []string{"pg-advisory", "pg-advisory-xact", "mysql-get-lock"} {
-		vary("partition", a, Variant{Faults: heldFor(partition)})
+	// than wait for a takeover that cannot come (docs/design.md#faults-sized-to-the-lease). That is
+	// the sql family's variant, so a user's session lock or a process client's gets it as the
+	// built-ins do; the lease rows, which a waiter does take over once their lease ran out, keep
+	// the catalogue's partition healed at the takeover.
+	vary("partition", "sql", Variant{Faults: heldFor(partition)})
+	for _, a := range []string{"pg-lease", "pglock"} {
+		vary("partition", a, Variant{Faults: partition})
 	}
 }
 

@@ -284,7 +284,8 @@ func TestDockerRequirements(t *testing.T) {
 	rs := cluster.Requirements(cluster.Docker)
 	if len(rs) != 8 || !rs[0].OK || !strings.Contains(rs[0].Detail, "Docker Engine") || rs[3].Name != "postgres image" ||
 		rs[4].Name != "mariadb image" || rs[5].Name != "pgbouncer image" || rs[6].Name != "etcd image" ||
-		rs[7].Name != "topologies" || !strings.Contains(rs[7].Detail, "postgres-standby, redis-cluster") || strings.Contains(rs[7].Detail, "not") {
+		rs[7].Name != "topologies" || !strings.Contains(rs[7].Detail, "postgres-standby, redis-cluster") ||
+		strings.Count(rs[7].Detail, "not ") != 1 || !strings.HasSuffix(rs[7].Detail, "not kubernetes (use --backend local)") {
 		t.Fatalf("Requirements(docker) = %+v", rs)
 	}
 	// An image with no official one (pgbouncer's): missing, make images is the fix.
