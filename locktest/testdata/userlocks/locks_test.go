@@ -100,12 +100,14 @@ var differs = map[string]map[string]string{
 // fails. USERLOCKS_SCENARIOS=all runs the whole catalogue (about 8 minutes for TestCorrect), or
 // give a comma-separated list.
 var focused = map[string][]string{
-	"redis-single":       {"slow-release", "partition"},
-	"redis-sentinel":     {"slow-release", "failover"},
-	"redis-cluster":      {"slow-release", "node-kill"},
-	"redis-multi":        {"latency", "partition"},
-	"zookeeper":          {"client-crash", "partition"},
-	"etcd":               {"client-crash", "latency"},
+	"redis-single":   {"slow-release", "partition"},
+	"redis-sentinel": {"slow-release", "failover"},
+	"redis-cluster":  {"slow-release", "node-kill"},
+	"redis-multi":    {"latency", "partition"},
+	"zookeeper":      {"client-crash", "partition"},
+	// Not latency: the built-in etcd is unsafe there in about 2 runs of 9 as well (a grant at the
+	// latency's heal that no release explains; scenarios/expect_etcd.go), a finding, not CI's.
+	"etcd":               {"client-crash", "slow-release"},
 	"postgres":           {"partition", "session-kill"},
 	"postgres-standby":   {"partition", "failover"},
 	"postgres-pgbouncer": {"pgbouncer-transaction", "session-kill"},
