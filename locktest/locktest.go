@@ -72,9 +72,11 @@
 //     WithScenarioFile (a fault with wire: {before: DEL} or {after-reply: GET} needs no help
 //     from your code; one at a Config.Point name needs you to call it). etcd's gRPC is not
 //     parsed: on etcd, slow-release and latency are timed faults on the client's links.
-//   - Timing: faults are sized from the catalogue's 500 ms TTL. A lock that ignores Config.TTL or
-//     Config.Dial, or retries for longer than the fault lasts, may dodge the fault rather than
-//     survive it. A fault that could not be applied is logged; its scenario proved nothing.
+//   - Timing: faults are sized in leases of your lock — the longest Lease.TTL it reported, else
+//     Config.TTL, plus its renewal period — so a pause outlasts the lease your lock really holds.
+//     A lock that ignores Config.Dial, or retries for longer than the fault lasts, may dodge the
+//     fault rather than survive it; a fault that could not be applied, or never made the moment it
+//     aims at, leaves its scenario unknown, never safe.
 //   - Servers are the Debian redis-server and ZooKeeper on one machine; a clock jump is emulated
 //     by shifting key TTLs, not by moving a real clock.
 package locktest

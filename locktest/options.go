@@ -84,8 +84,9 @@ func WithClients(n int) Option {
 }
 
 // WithTTL sets the lease passed to the factory as Config.TTL. Default: each scenario's own, 500 ms
-// for most. The catalogue sizes its faults from its own TTL (a pause of TTL+400 ms, a jump of one
-// TTL); with a longer TTL some faults end before the lease does and find nothing.
+// for most. The catalogue sizes its faults in leases (a pause of lease+400 ms, a jump of one
+// lease), the lease being the longest Lease.TTL your lock reports, else this TTL: a longer TTL
+// gets longer faults.
 func WithTTL(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.ttl = d })
 }
