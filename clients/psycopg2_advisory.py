@@ -88,8 +88,10 @@ def connect():
 
 
 def drop():
-    """Close a connection whose state is unknown; the next request connects again."""
-    global conn
+    """Close a connection whose state is unknown; the next request connects again. A lock its
+    session held is then given up by the close, when the server sees it: release says so."""
+    global conn, dropped_held
+    dropped_held = dropped_held or held
     if conn is not None:
         try:
             conn.close()
@@ -97,6 +99,9 @@ def drop():
             pass
     conn = None
 
+
+held = False          # this client's session was granted the lock and has not released it
+dropped_held = False  # the session that held it was closed by drop(): the close gives it up
 
 for line in sys.stdin:
     m = json.loads(line)
@@ -113,6 +118,7 @@ for line in sys.stdin:
             cur = connect().cursor()
             cur.execute("SET lock_timeout = %s", ("%dms" % max(m["timeout_ms"], 1),))
             cur.execute("SELECT pg_advisory_lock(%s)", (key,))
+            held, dropped_held = True, False
             # No lease: the server holds the lock for as long as the session lives.
             send({"in_reply_to": rid, "type": "ok", "validity_ms": 0, "no_expiry": True})
         elif kind == "valid":
@@ -120,7 +126,15 @@ for line in sys.stdin:
             cur.execute("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
                         " AND pid = pg_backend_pid() AND classid = 0 AND objid = %s AND objsubid = 1)", (key,))
             send({"in_reply_to": rid, "type": "ok", "held": bool(cur.fetchone()[0])})
+        elif kind == "release" and dropped_held:
+            # The session that held the lock was closed (a request timed out): the server ends it,
+            # and frees the lock, when the close reaches it — before, during or after this call.
+            # An unlock on a new session could not free it; the outcome is the close's: unknown.
+            held = dropped_held = False
+            send({"in_reply_to": rid, "type": "info", "code": "connection_lost",
+                  "text": "the session that held the lock was closed; the server frees the lock when it sees the close"})
         elif kind == "release":
+            held = False
             cur = connect().cursor()
             cur.execute("SELECT pg_advisory_unlock(%s)", (key,))
             if cur.fetchone()[0]:
