@@ -89,6 +89,17 @@ func (m *process) Dead(context.Context, int, error) error {
 
 func (m *process) Exited() <-chan struct{} { return m.p.done }
 
+// answered makes sure the listener that answered the readiness probe is this server's
+// (ownsListener): one of another process, on a port taken before ours bound it, is ErrAddrInUse,
+// so the cluster starts again on fresh ports.
+func (m *process) answered() error {
+	port := m.n.ports[0]
+	if ownsListener(m.p.cmd.Process.Pid, port) {
+		return nil
+	}
+	return fmt.Errorf("another process answers on port %d, not this server (%w)", port, ErrAddrInUse)
+}
+
 func (m *process) Failed(err error) error {
 	m.p.kill()
 	if logSays(m.logPath, "ddress already in use") {

@@ -54,6 +54,13 @@ func (n *node) launch(ctx context.Context, restart bool) error {
 	return nil
 }
 
+// ownAnswerer is a Machine that can tell whether the server that answered the readiness probe is
+// its own (the local backend's process: owner.go).
+type ownAnswerer interface {
+	// answered returns an error wrapping ErrAddrInUse when another process answered on the port.
+	answered() error
+}
+
 func (n *node) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, n.readyTimeout)
 	defer cancel()
@@ -62,6 +69,9 @@ func (n *node) waitReady(ctx context.Context) error {
 	var last error
 	for try := 0; ; try++ {
 		if last = n.ready(ctx); last == nil {
+			if o, ok := n.m.(ownAnswerer); ok {
+				return o.answered()
+			}
 			return nil
 		}
 		if err := n.m.Dead(ctx, try, last); err != nil {
