@@ -80,8 +80,10 @@ type occurrence struct {
 // occurrences returns the fault occurrences that took effect, each with its danger window: from
 // its start until one lease (the TTL, or the session timeout when longer) after it healed, or
 // the run's end when it never healed or what it did lasts the run (a crash, a node killed for
-// good). A fault's arming and the harness's own stalls are not occurrences: nothing attacked the
-// lock there.
+// good) — and on to the write of every client granted the lock inside the window (extend): the
+// grant contended the attacked holder's lease, so its write is at risk whenever it comes. A
+// fault's arming and the harness's own stalls are not occurrences: nothing attacked the lock
+// there.
 func (r *run) occurrences() []occurrence {
 	lease := max(r.meta.TTLNs, r.meta.SessionTimeoutNs)
 	var out []occurrence
@@ -99,9 +101,35 @@ func (r *run) occurrences() []occurrence {
 			o.setup = r.meta.Faults[f.Rule-1].Setup
 		}
 		o.clients = f.TargetClients
+		o.danger = r.extend(o)
 		out = append(out, o)
 	}
 	return out
+}
+
+// extend is the end of o's danger window measured from the run: past its fixed end (a lease
+// after the heal) to the first write of each holder another client than o's targets was granted
+// inside the window. A holder granted as the lease ran out, under a hold longer than the lease
+// (etcd's partition: granted at 1.4 s, its write at 3.9 s, the window's fixed end at 3.1 s), writes
+// where a late write of the attacked holder would meet it: that write is the evidence that the
+// fault put something at risk, not a write after the danger.
+func (r *run) extend(o occurrence) int64 {
+	end := max(o.danger, r.reach[o.span.ID])
+	for i := range r.ops {
+		w := &r.ops[i]
+		if w.Op != history.OpWrite || w.Call < o.danger {
+			continue
+		}
+		k, ok := r.idx.get(w.Acq)
+		if !ok {
+			continue
+		}
+		if g := &r.ops[k]; g.Op == history.OpAcquire && g.Ok() && g.Return >= o.start && g.Return < o.danger &&
+			!slices.Contains(o.clients, g.Client) {
+			end = max(end, w.Call+1)
+		}
+	}
+	return end
 }
 
 // evidence fills the evidence fields of res and returns the line that says what is missing, or

@@ -71,6 +71,30 @@ func TestEvidence(t *testing.T) {
 			b.cs(2, 5000) // after the window: 3000 → 3600 + 500
 			return b.history()
 		}, Unknown, "no write in the danger window"},
+		// A holder granted inside the window writes after its fixed end (a lease after the heal):
+		// its write is the evidence (etcd's partition: granted at 1.4 s, hold 2.5 s).
+		{"a late write under a grant made in the window is evidence", func() *history.History {
+			b := newHB("token", 500*time.Millisecond)
+			b.h.Meta.Faults = []history.PlannedFault{pause}
+			b.cs(1, 0)
+			b.h.Events = append(b.h.Events, history.Event{Type: history.TypeFault, Phase: history.PhaseStart, Fault: 1, Rule: 1,
+				Name: "client-pause", Target: "client-1", AtNs: at(20)}, history.Event{Type: history.TypeFault, Phase: history.PhaseEnd, Fault: 1, AtNs: at(620)})
+			a := b.acquire(2, 1000, 1050) // inside the window, which ends at 620 + 500
+			b.write(2, a, 3500, 3501, 1)
+			b.release(2, a, 3502, 3503)
+			return b.history()
+		}, Safe, EvidenceOK},
+		{"a write under a grant made after the window is not", func() *history.History {
+			b := newHB("token", 500*time.Millisecond)
+			b.h.Meta.Faults = []history.PlannedFault{pause}
+			b.cs(1, 0)
+			b.h.Events = append(b.h.Events, history.Event{Type: history.TypeFault, Phase: history.PhaseStart, Fault: 1, Rule: 1,
+				Name: "client-pause", Target: "client-1", AtNs: at(20)}, history.Event{Type: history.TypeFault, Phase: history.PhaseEnd, Fault: 1, AtNs: at(620)})
+			a := b.acquire(2, 1000, 1200) // the window ended at 1120
+			b.write(2, a, 3500, 3501, 1)
+			b.release(2, a, 3502, 3503)
+			return b.history()
+		}, Unknown, "no write in the danger window"},
 		{"a write and another client's grant in the window is evidence", func() *history.History {
 			b := newHB("token", 500*time.Millisecond)
 			b.h.Meta.Faults = []history.PlannedFault{pause}

@@ -24,6 +24,7 @@ type merger struct {
 	heldNs  int64
 	ops     int
 	granted map[int]bool
+	reach   map[int64]int64
 	grants  grantCarry
 	lost    lostCarry
 	fences  fenceCarry
@@ -113,7 +114,7 @@ func (m *merger) add(p *segPart) bool {
 		return m.leave(p, p.unclean, -1)
 	}
 	if m.n == 0 {
-		m.first, m.granted, m.firstOf, m.ongoing = p, map[int]bool{}, map[Class][2]float64{}, map[int64]string{}
+		m.first, m.granted, m.reach, m.firstOf, m.ongoing = p, map[int]bool{}, map[int64]int64{}, map[Class][2]float64{}, map[int64]string{}
 		m.sweep.start()
 	}
 	m.n++
@@ -199,6 +200,9 @@ func (m *merger) add(p *segPart) bool {
 	m.ops += len(r.ops)
 	for k := range p.granted {
 		m.granted[k] = true
+	}
+	for id, end := range p.reach {
+		m.reach[id] = max(m.reach[id], end)
 	}
 	m.lockMs += p.lockCk.Ms
 	m.resMs += p.resCk.Ms

@@ -26,6 +26,9 @@ type run struct {
 	warnings  []string
 	unfired   []history.UnfiredFault
 	danger    [][2]int64 // the danger windows in ns, set by evidence
+	// reach is, for a run checked in segments, how far each fault's danger window reached (by
+	// fault id) in any segment (extend): a segment ends a window only at its own writes.
+	reach map[int64]int64
 	// lockFrom is, for a segment of a long history after the first, the lock's state where the
 	// previous segment ended.
 	lockFrom *lockExit

@@ -19,7 +19,7 @@ func (m *merger) finish(h *history.Run, began time.Time) (*history.Run, *Outcome
 	m.last.end = h.End
 	m.stalls(m.last, m.sweep.finish(h.End))
 	// The whole run without its operations: its faults, as they are at its end.
-	r := &run{meta: h.Meta, opts: m.opts.withDefaults(h.Meta), end: h.End, faults: h.Faults, wire: h.Wire, unfired: h.Unfired}
+	r := &run{meta: h.Meta, opts: m.opts.withDefaults(h.Meta), end: h.End, faults: h.Faults, wire: h.Wire, unfired: h.Unfired, reach: m.reach}
 	byID := map[int64]*history.FaultSpan{}
 	for i := range r.faults {
 		byID[r.faults[i].ID] = &r.faults[i]

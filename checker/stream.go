@@ -87,6 +87,7 @@ type segPart struct {
 	heldNs   int64
 	writes   int
 	granted  map[int]bool
+	reach    map[int64]int64 // how far each fault's danger window reached here (run.reach)
 	resOps   []porcupine.Operation
 	stalls   []stallEvent
 	overlaps []overlap
@@ -241,7 +242,12 @@ func checkSegment(j *segJob, opts Options, stop *atomic.Bool) *segPart {
 	p.lat, p.writes = r.tally(&p.res)
 	// The faults that started before the cut are known, and a time in the segment is before both
 	// the cut and the end of any fault still going on there: the danger windows are exact for it.
-	r.evidenceCounts(&p.res, inWindowOf(attacksOf(r.occurrences())), p.granted)
+	occ := r.occurrences()
+	r.evidenceCounts(&p.res, inWindowOf(attacksOf(occ)), p.granted)
+	p.reach = make(map[int64]int64, len(occ))
+	for _, o := range occ {
+		p.reach[o.span.ID] = o.danger
+	}
 	for i := range r.ops {
 		if w := &r.ops[i]; w.Op == history.OpWrite && w.Ok() {
 			if j, ok := r.acquireOf(w); ok && expiredWrite(&r.ops[j], w) {

@@ -53,6 +53,9 @@ type client struct {
 	calls calls
 	// leases hears of every lease the client is granted: faults are sized against the longest.
 	leases *leaseSeen
+	// inSection is set from a grant until the client's critical section ends (its write done or
+	// skipped): the run waits for such a write before it ends (writesDue).
+	inSection atomic.Bool
 	// fatal ends the run with err (a client that broke its protocol).
 	fatal func(err error)
 }
@@ -115,7 +118,10 @@ func (c *client) once(ctx context.Context) error {
 	c.rec.complete(acq, history.TypeOk, history.Event{Fence: lease.Fence,
 		ValidityNs: int64(lease.Validity), TTLNs: ttl, SentNs: sent.Load()})
 
-	if err := c.criticalSection(ctx, acq, start, lease); err != nil {
+	c.inSection.Store(true)
+	err = c.criticalSection(ctx, acq, start, lease)
+	c.inSection.Store(false)
+	if err != nil {
 		return errStop
 	}
 
