@@ -33,20 +33,30 @@ const (
 	TraitRestart Trait = "restart"
 	TraitKill    Trait = "kill"
 	TraitPause   Trait = "pause"
+	// TraitSessionLease: a lock's lease is its client's session with the servers, which they end
+	// after the session timeout (ZooKeeper's ephemeral nodes): faults are sized against the
+	// session, not a TTL.
+	TraitSessionLease Trait = "session-lease"
+	// TraitIndependentNodes: the quorum's nodes share nothing (Redlock's masters): a restarted or
+	// clock-jumped node forgets or expires its copy alone, and only a bare majority makes that
+	// matter.
+	TraitIndependentNodes Trait = "independent-nodes"
 )
 
 // traitWants says, for a topology without the trait, what it would take: the n/a line's end.
 var traitWants = map[Trait]string{
-	TraitQuorum:      "quorum of several independent nodes",
-	TraitLeader:      "leader among their nodes",
-	TraitSessions:    "sessions the harness can end",
-	TraitIdleTimeout: "idle-session timeout",
-	TraitPooler:      "connection pooler between the clients and the server",
-	TraitReplication: "replica to fail over to",
-	TraitKeyExpiry:   "key whose expiry follows a server clock",
-	TraitRestart:     "restart lockchaos can do",
-	TraitKill:        "kill lockchaos can do",
-	TraitPause:       "pause lockchaos can do",
+	TraitQuorum:           "quorum of several independent nodes",
+	TraitLeader:           "leader among their nodes",
+	TraitSessions:         "sessions the harness can end",
+	TraitIdleTimeout:      "idle-session timeout",
+	TraitPooler:           "connection pooler between the clients and the server",
+	TraitReplication:      "replica to fail over to",
+	TraitKeyExpiry:        "key whose expiry follows a server clock",
+	TraitRestart:          "restart lockchaos can do",
+	TraitKill:             "kill lockchaos can do",
+	TraitPause:            "pause lockchaos can do",
+	TraitSessionLease:     "lease that is the client's session",
+	TraitIndependentNodes: "quorum of nodes that share nothing",
 }
 
 // Topology is what a topology is, as every other package asks it: the catalogue, soak, explore,

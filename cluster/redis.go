@@ -60,7 +60,7 @@ func init() {
 		master:     firstNode,
 	})
 	registerTopology(RedisMulti, topology{
-		family: "redlock", clients: KindRedis, traits: []Trait{TraitKeyExpiry, TraitQuorum},
+		family: "redlock", clients: KindRedis, traits: []Trait{TraitKeyExpiry, TraitQuorum, TraitIndependentNodes},
 		nodes: func(n int) (int, error) {
 			if n == 0 {
 				return DefaultRedisMultiNodes, nil

@@ -39,7 +39,7 @@ func init() {
 		external:    externalMembers(KindZooKeeper, ZooKeeper),
 	})
 	registerTopology(ZooKeeper, topology{
-		family: "zookeeper", clients: KindZooKeeper, traits: []Trait{TraitQuorum},
+		family: "zookeeper", clients: KindZooKeeper, traits: []Trait{TraitQuorum, TraitSessionLease},
 		nodes: func(n int) (int, error) {
 			if n == 0 {
 				n = DefaultZooKeeperNodes

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/algorithms"
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/harness"
 	"github.com/lockchaos/lockchaos/internal/lcerr"
 	"github.com/lockchaos/lockchaos/internal/runner"
@@ -159,7 +160,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	x.rep = &Report{Algorithm: o.Algorithm, Topology: x.s.topology, TTL: d(o.TTL), Lease: d(x.s.lease),
 		Budget: d(o.Budget), Seed: o.Seed, Clients: o.Clients, Started: start.UTC().Format(time.RFC3339),
 		Version: o.Version, Experiments: x.s.plan(o)}
-	if x.s.top.Family == "zookeeper" {
+	if x.s.top.Has(cluster.TraitSessionLease) {
 		x.rep.SessionTimeout = d(x.s.session)
 	}
 	na := 0

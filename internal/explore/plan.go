@@ -59,7 +59,7 @@ func newSetup(info algorithms.Info, o Options) setup {
 			break
 		}
 	}
-	if s.top.Family == "zookeeper" {
+	if s.top.Has(cluster.TraitSessionLease) {
 		if s.session == 0 {
 			// Shorter sessions expire spuriously on a loaded 2-core machine (as the catalogue).
 			s.session = max(o.TTL, time.Second)
@@ -186,7 +186,7 @@ func (s setup) scenario(e *Experiment, v time.Duration) scenarios.Scenario {
 		sc.Variants = map[string]scenarios.Variant{s.alg.Name: {Topology: s.replicated}}
 	}
 	sc.Faults = []faults.Spec{f}
-	if s.top.Family == "redlock" && (e.Fault == KindRestart || e.Fault == KindClockJump) {
+	if s.top.Has(cluster.TraitIndependentNodes) && (e.Fault == KindRestart || e.Fault == KindClockJump) {
 		sc.Faults = scenarios.BareMajority(f, s.clients, faults.Fixed(s.ttl*3/5))
 	}
 	return sc
