@@ -18,7 +18,8 @@ func TestCellOn(t *testing.T) {
 		{"token", "node-kill", "redis-cluster", "redis-cluster", "safe"},
 		{"token", "node-kill", "", "", "stuck"},
 		{"token", "failover", "redis-sentinel", "redis-sentinel", "unsafe-service"}, // its natural topology
-		{"token", "node-kill", "redis-sentinel", "redis-sentinel", ""},              // not measured there
+		{"token", "node-kill", "redis-sentinel", "redis-sentinel", "safe"},          // its ExpectOn column
+		{"token+fence", "node-kill", "redis-sentinel", "redis-sentinel", ""},        // not measured there
 		{"token+wait", "failover", "", "redis-sentinel", "stuck"},
 		{"token+wait", "failover", "redis-cluster", "redis-cluster", "safe"},
 		{"token+wait-ignore", "failover", "redis-cluster", "redis-cluster", "unsafe-service"},

@@ -55,15 +55,6 @@ func pgFactory(bug Bug) locktest.Factory {
 // differs is where a correct lock legitimately differs from what WithExpectationsOf(the
 // topology's reference) expects, each measured (USERLOCKS_SCENARIOS=all, seed 1; see why).
 var differs = map[string]map[string]string{
-	// token, redis-sentinel's reference, has a column there for failover alone; elsewhere locktest
-	// expects "safe", but a lease lock on a Sentinel-managed master breaks as on one Redis (token
-	// itself does the same on redis-sentinel: `lockchaos run --algorithm token --topology
-	// redis-sentinel`).
-	"redis-sentinel": {
-		"client-pause": "unsafe-client: no lease outlives a holder paused past it (Kleppmann's GC pause)",
-		"restart":      "unsafe-service: the master restarts empty (no fsync) and Sentinel keeps it master",
-		"clock-jump":   "unsafe-service: the key expires early when the master's clock jumps",
-	},
 	// The reference recipe believes its lock until told the session expired; this one gives it up
 	// the moment its connection is lost (Curator's SUSPENDED advice), so the holder cut off by the
 	// partition skips its write (the catalogue expects the same of user-zookeeper).
