@@ -287,7 +287,7 @@ func (l *pgAdvisoryLocker) Release(ctx context.Context, lease Lease) error {
 func init() {
 	Register(Info{
 		Name:        "pg-advisory",
-		ReferenceOn: []string{"postgres", "postgres-pgbouncer", "postgres-standby"},
+		ReferenceOn: []string{"postgres", "postgres-standby"},
 		Summary: "PostgreSQL session advisory lock: pg_advisory_lock(key) on a connection of its own, " +
 			"pg_advisory_unlock to release; no TTL, Valid asks the server (pg_locks).",
 		Source:     "PostgreSQL docs §9.27.10 (advisory lock functions), jackc/pgx v5",
@@ -297,6 +297,9 @@ func init() {
 	})
 	Register(Info{
 		Name: "pg-advisory-xact",
+		// The lock that is correct through transaction pooling: the open transaction pins its
+		// pooled server session (a session lock there is granted to whoever lands in it).
+		ReferenceOn: []string{"postgres-pgbouncer"},
 		Summary: "PostgreSQL transaction advisory lock: BEGIN; pg_advisory_xact_lock(key), the transaction " +
 			"open while held; COMMIT to release; no TTL, Valid asks the server in the transaction.",
 		Source:     "PostgreSQL docs §9.27.10 (advisory lock functions), jackc/pgx v5",

@@ -114,7 +114,9 @@ var pgBouncerUsers = strconv.Quote(PostgresUser) + ` ""` + "\n"
 // pgHost:pgPort. Transaction pooling, a pool of PgBouncerPoolSize, trust auth (as the
 // server's), everything else pgbouncer's default: server_reset_query (DISCARD ALL, which would
 // drop a session's advisory locks) is not run in transaction mode, as server_reset_query_always
-// is off.
+// is off. server_login_retry is 1 s, not pgbouncer's 15: after PostgreSQL restarts, pgbouncer
+// refuses every client login until its retry is due, and with 15 s no client acquired or wrote
+// again within a run (restart on postgres-pgbouncer was unknown 3 of 3: no write at all).
 func pgBouncerConfig(listen string, port int, pgHost string, pgPort int, auth string) []string {
 	return []string{
 		"[databases]",
@@ -130,6 +132,7 @@ func pgBouncerConfig(listen string, port int, pgHost string, pgPort int, auth st
 		"min_pool_size = 0",
 		"reserve_pool_size = 0",
 		"max_client_conn = 200",
+		"server_login_retry = 1",
 		"admin_users = " + PostgresUser,
 		"ignore_startup_parameters = extra_float_digits",
 		"log_connections = 0",

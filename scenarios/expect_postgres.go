@@ -189,3 +189,30 @@ func sessionLockCells() map[string]string {
 		"server-idle-timeout": "Us: the server ended the idle holder's session and granted the waiter; the holder asked and did not write",
 	}
 }
+
+// pg-advisory-xact on postgres-pgbouncer, the topology's reference lock (a session lock through
+// transaction pooling is unsafe even in baseline): measured with `lockchaos matrix --algorithms
+// pg-advisory-xact --topology postgres-pgbouncer --runs 3` (2026-11-29), every cell 3 of 3 with
+// its evidence. restart differs from postgres's Us: clients reach the server again only through
+// pgbouncer's login retry (1 s, cluster/pgbouncer.go), by when the holder's aborted transaction
+// has ended its acquisition, and the next grant is legal.
+func init() {
+	ExpectOn("pg-advisory-xact", "postgres-pgbouncer", map[string]string{
+		"baseline":              "S",
+		"client-crash":          "X: the dead holder's transaction stays open (its links black-holed), pinning its pooled server session and the lock",
+		"client-pause":          "S: the server holds the lock through the pause; the others wait",
+		"clock-skew":            "S: no clock of a client plays a part",
+		"slow-release":          "S: the late COMMIT is the holder's own; nobody else could hold meanwhile",
+		"failover":              na("one PostgreSQL server: no standby to promote (run it with --topology postgres-standby)"),
+		"restart":               "S: the restart aborts the holder's transaction; pgbouncer lets clients in again after its login retry, and the next grant comes after the holder's acquisition ended",
+		"clock-jump":            na("the fault shifts Redis key TTLs; a session lock has no TTL"),
+		"partition":             "S: the transaction, and the lock, outlive the partition; the holder's Valid fails and it does not write",
+		"latency":               "S",
+		"getset-race":           na("the race is GETSET's own"),
+		"node-kill":             "X: the only server is gone",
+		"zk-leader-kill":        na("one PostgreSQL server: no ZooKeeper leader"),
+		"session-kill":          "Us: the server ended the holder's pooled session and granted the waiter; the holder asked and did not write",
+		"server-idle-timeout":   "Us: the server ended the idle holder's pooled session and granted the waiter; the holder asked and did not write",
+		"pgbouncer-transaction": "S: the open transaction pins its pooled session until COMMIT",
+	})
+}

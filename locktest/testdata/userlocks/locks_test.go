@@ -65,24 +65,6 @@ var differs = map[string]map[string]string{
 	// (a holder in its critical section at the run's end), and the danger window reaches it (a
 	// write under a grant made inside the window), so the run is safe with its evidence.
 	"etcd": {"partition": "safe: it gives the lock up when its session ends; the next holder's write is the evidence"},
-	// pg-advisory, postgres-pgbouncer's reference, has a column there for pgbouncer-transaction
-	// alone (where it is unsafe: a session lock through transaction pooling); elsewhere locktest
-	// expects "safe", though pg-advisory itself is unsafe-service on postgres-pgbouncer even in
-	// baseline (`lockchaos run --algorithm pg-advisory --topology postgres-pgbouncer --scenario
-	// baseline`). The correct lock there is the transaction-level one, which does as a session
-	// lock does on postgres:
-	"postgres-pgbouncer": {
-		"pgbouncer-transaction": "safe: the open transaction pins its pooled session until COMMIT",
-		"client-crash":          "stuck: the dead holder's transaction stays open (its links black-holed), pinning its pooled session and the lock",
-		"getset-race":           "stuck: as client-crash, with 20 clients",
-		"node-kill":             "stuck: the only PostgreSQL is gone",
-		"session-kill":          "unsafe-service: the holder's server session ends and the waiter is granted; the holder asks and does not write",
-		"server-idle-timeout":   "unsafe-service: the idle holder's server session is ended and the waiter granted",
-		// After PostgreSQL restarts, pgbouncer refuses every login for server_login_retry (15 s by
-		// default, the topology's): nobody acquires or writes again within the run.
-		"restart":        "unknown: pgbouncer's server_login_retry (15 s) keeps every client out after the restart",
-		"zk-leader-kill": "stuck: the restart of PostgreSQL, then pgbouncer's server_login_retry (15 s)",
-	},
 }
 
 // focused is the scenarios run per topology by default, two or three each to keep CI short: where a
