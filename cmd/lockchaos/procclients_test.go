@@ -155,6 +155,10 @@ func TestShippedClients(t *testing.T) {
 		// The crashed process's connection closes and the server hands its lock on: safe, with
 		// the dead holder's session ended in the checker's model.
 		{"psycopg2-advisory", "client-crash", "safe"},
+		// A user's Redlock in Python on redis-multi, marking nothing: the correct one safe where
+		// its twin without the validity check writes on a majority that came too late.
+		{"userlock-redlock", "latency", "safe"},
+		{"userlock-redlock-no-validity", "latency", "unsafe-client"},
 	}
 	for _, c := range cases {
 		t.Run(c.alg+"/"+c.scenario, func(t *testing.T) {
