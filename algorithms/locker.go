@@ -108,6 +108,10 @@ type Config struct {
 	RetryDelay time.Duration
 	// Clock is the client's clock (default SystemClock).
 	Clock Clock
+	// ClockMoves says the run plans a fault that moves the clients' clocks (clock-skew,
+	// clock-rate): a Locker whose clock the harness cannot hand it (a process client) must be
+	// ready for it from its start, and need not be otherwise.
+	ClockMoves bool
 	// Point is the client's named-point hook (default NoPoint).
 	Point PointFunc
 	// Dir is the run directory, where a client may keep files of its own (a process client's

@@ -309,6 +309,9 @@ func plannedFaults(specs []faults.Spec, ttl, renews time.Duration) []history.Pla
 // seeded random source; they share the one resource.
 func newClients(cfg Config, info algorithms.Info, cl cluster.Cluster, env *env, nem *faults.Nemesis, rec *recorder) ([]*client, error) {
 	shared := &resource{fencing: cfg.Fencing}
+	clockMoves := slices.ContainsFunc(cfg.Faults, func(s faults.Spec) bool {
+		return faults.MeaningOf(s).ActsOn == history.ActsOnClock
+	})
 	clients := make([]*client, cfg.Clients)
 	for i := range clients {
 		id := i + 1
@@ -320,7 +323,7 @@ func newClients(cfg Config, info algorithms.Info, cl cluster.Cluster, env *env, 
 		name = cfg.lockPrefix + name
 		acfg := algorithms.Config{
 			Client: id, Topology: cfg.Topology, Name: name, TTL: cfg.TTL, Addrs: ep.Addrs, Dial: ep.Dial, Routes: ep.Routes,
-			SessionTimeout: cfg.SessionTimeout, OpTimeout: cfg.OpTimeout, Clock: env.clocks[id],
+			SessionTimeout: cfg.SessionTimeout, OpTimeout: cfg.OpTimeout, Clock: env.clocks[id], ClockMoves: clockMoves,
 			Point: func(ctx context.Context, name string) error { return nem.Point(ctx, id, name) },
 			Rand:  rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(id))), Dir: cfg.Dir,
 		}

@@ -11,7 +11,8 @@ import (
 
 // A process client reads the OS clock, which the harness cannot hand it as it hands the built-in
 // locks their algorithms.Clock. libfaketime (Debian libfaketime, in make deps) moves one process's
-// clock instead: the client starts with it preloaded, reading its offset from a file of its own
+// clock instead: in a run that plans a clock fault (Config.ClockMoves) the client starts with it
+// preloaded, reading its offset from a file of its own
 // (FAKETIME_TIMESTAMP_FILE, re-read at every clock call: FAKETIME_NO_CACHE), and a clock-skew
 // fault rewrites that file (Locker.SetClock). It moves the wall clock and the monotonic clock
 // alike, in Python (time.time, time.monotonic) and the JVM (currentTimeMillis, nanoTime); keeping

@@ -43,6 +43,7 @@ func TestSetClockMovesTheProcess(t *testing.T) {
 		testenv.Missing(t, testenv.RequireServers, "libfaketime is not installed (make deps)")
 	}
 	cfg := testCfg(t)
+	cfg.ClockMoves = true
 	l, err := New(script("clock.py"), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +93,9 @@ func TestSetClockUnreachable(t *testing.T) {
 	}
 	spec := script("clock.py")
 	spec.NoClock = true
-	l, err := New(spec, testCfg(t))
+	cfg := testCfg(t)
+	cfg.ClockMoves = true
+	l, err := New(spec, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,16 +106,52 @@ func TestSetClockUnreachable(t *testing.T) {
 	if err := l.SetClock(time.Second, 1); !errors.Is(err, algorithms.ErrBroken) || !strings.Contains(err.Error(), "clock: none") {
 		t.Errorf("SetClock on a clock: none client: %v, want it broken, naming clock: none", err)
 	}
-	l2, err := New(script("clock.py"), testCfg(t))
+	cfg2 := testCfg(t)
+	cfg2.ClockMoves = true
+	l2, err := New(script("clock.py"), cfg2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l2.Close()
 	if !loaded(l2.cmd.Process.Pid, FaketimeLib()) {
-		t.Error("libfaketime is not loaded in a default client")
+		t.Error("libfaketime is not loaded in a default client of a run with a clock fault")
 	}
 	if err := l2.SetClock(-time.Second, 1); !errors.Is(err, algorithms.ErrBroken) || !strings.Contains(err.Error(), "back") {
 		t.Errorf("SetClock(-1s): %v, want the client broken (a step back)", err)
+	}
+}
+
+// TestFaketimeOnlyWhenPlanned: libfaketime is preloaded only in a run that plans a clock fault
+// (Config.ClockMoves). Preloaded, Debian's libfaketime 0.9.10 puts CLOCK_MONOTONIC on the wall
+// clock's epoch and Python's timed waits never time out (threading.Event().wait(0.2) hung); so a
+// run without a clock fault starts its clients on the machine's clock, and a clock fault there
+// anyway breaks the client, saying why, never passes for applied.
+func TestFaketimeOnlyWhenPlanned(t *testing.T) {
+	if FaketimeLib() == "" {
+		testenv.Missing(t, testenv.RequireServers, "libfaketime is not installed (make deps)")
+	}
+	l, err := New(script("clock.py"), testCfg(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.clock != nil || loaded(l.cmd.Process.Pid, FaketimeLib()) {
+		t.Error("a client of a run without a clock fault was started with libfaketime")
+	}
+	if _, mono := clockOf(t, l); mono > 1e9 {
+		t.Errorf("time.monotonic() = %.0f in a client without libfaketime, want the machine's (seconds since boot)", mono)
+	}
+	if err := l.SetClock(time.Second, 1); !errors.Is(err, algorithms.ErrBroken) || !strings.Contains(err.Error(), "planned no clock fault") {
+		t.Errorf("SetClock on a client of a run without a clock fault: %v, want it broken, saying so", err)
+	}
+	// What the preload does to a Python process's timed waits, the reason for the rule above: if
+	// this stops hanging, Debian's libfaketime changed, and the preload may be always again.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "-c", "import threading; threading.Event().wait(0.2); print('returned')")
+	cmd.Env = append(os.Environ(), "LD_PRELOAD="+FaketimeLib(), "FAKETIME=+0")
+	if b, err := cmd.Output(); ctx.Err() == nil {
+		t.Logf("under libfaketime, Event().wait(0.2) returned (%q, %v): the preload no longer breaks timed waits", b, err)
 	}
 }
 

@@ -152,7 +152,12 @@ func Start(spec Spec, cfg algorithms.Config) (*Locker, error) {
 	l.cmd.Dir = spec.Dir
 	l.cmd.Env = append(append(os.Environ(), "PYTHONUNBUFFERED=1",
 		fmt.Sprintf("LOCKCHAOS_CLIENT=%d", cfg.Client)), spec.Env...)
-	if lib := FaketimeLib(); lib != "" && !spec.NoClock {
+	// libfaketime only where the run plans to move the clock: with it preloaded, Debian's
+	// libfaketime 0.9.10 returns CLOCK_MONOTONIC on the wall clock's epoch, and Python's timed
+	// waits (threading.Event.wait(t), a Condition's, concurrent.futures') compute their deadline
+	// from it while the kernel waits on the real monotonic clock: they never time out (an
+	// Event.wait(0.2) hung for good). Without it, a process client's clock is the machine's.
+	if lib := FaketimeLib(); lib != "" && !spec.NoClock && cfg.ClockMoves {
 		f, err := newFaketime(lib, cfg.Dir, cfg.Client)
 		if err != nil {
 			return nil, fmt.Errorf("process client %s: its clock file: %w", l.who, err)

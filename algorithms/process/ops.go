@@ -146,6 +146,8 @@ func (l *Locker) SetClock(offset time.Duration, rate float64) error {
 		return nil // no process left to move
 	case l.clock == nil && l.spec.NoClock:
 		return l.fail("cannot have its clock moved: its manifest says clock: none (docs/process-clients.md, clock-skew)")
+	case l.clock == nil && !l.cfg.ClockMoves:
+		return l.fail("cannot have its clock moved: the run planned no clock fault, so the client was started without libfaketime (Config.ClockMoves)")
 	case l.clock == nil:
 		return l.fail("cannot have its clock moved: libfaketime is not installed (apt-get install libfaketime, or make deps)")
 	case rate != 1:
