@@ -5,6 +5,7 @@ package scenarios
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -385,18 +386,8 @@ var extraExpect = map[string]map[string]string{}
 // Expect adds the expectations of one algorithm, by scenario, in the codes of Scenario.Expect.
 // Call it from an init function; an unknown scenario or a bad code panics (a programming error).
 func Expect(algorithm string, byScenario map[string]string) {
-	for scen, code := range byScenario {
-		s, ok := catalogue[scen]
-		if !ok {
-			panic("scenarios: Expect for unknown scenario " + scen)
-		}
-		if extraExpect[scen] == nil {
-			extraExpect[scen] = map[string]string{}
-		}
-		extraExpect[scen][algorithm] = code
-		if _, err := s.Cell(algorithm); err != nil {
-			panic(err)
-		}
+	if err := AddExpect(algorithm, byScenario); err != nil {
+		panic("scenarios: " + err.Error())
 	}
 }
 
@@ -404,19 +395,66 @@ func Expect(algorithm string, byScenario map[string]string) {
 // column of "algorithm on topology". A mutant's entries are what the scenario must catch it with
 // there. Call it from an init function.
 func ExpectOn(algorithm, topology string, byScenario map[string]string) {
-	for scen, code := range byScenario {
+	if err := AddExpectOn(algorithm, topology, byScenario); err != nil {
+		panic("scenarios: " + err.Error())
+	}
+}
+
+// AddExpect is Expect for expectations that come from outside the code (a process client's
+// manifest): an unknown scenario, or a verdict the topology cannot show, is an error, and
+// nothing of byScenario is kept.
+func AddExpect(algorithm string, byScenario map[string]string) error {
+	return addExpect(algorithm, "", byScenario)
+}
+
+// AddExpectOn is ExpectOn as AddExpect is Expect.
+func AddExpectOn(algorithm, topology string, byScenario map[string]string) error {
+	return addExpect(algorithm, topology, byScenario)
+}
+
+func addExpect(algorithm, topology string, byScenario map[string]string) error {
+	key := algorithm
+	if topology != "" {
+		key += "@" + topology
+	}
+	type was struct {
+		scen, code string
+		had        bool
+	}
+	var added []was
+	undo := func() {
+		for _, w := range added {
+			if w.had {
+				extraExpect[w.scen][key] = w.code
+			} else {
+				delete(extraExpect[w.scen], key)
+			}
+		}
+	}
+	for _, scen := range slices.Sorted(maps.Keys(byScenario)) {
 		s, ok := catalogue[scen]
 		if !ok {
-			panic("scenarios: ExpectOn for unknown scenario " + scen)
+			undo()
+			return fmt.Errorf("expectation for unknown scenario %s", scen)
 		}
 		if extraExpect[scen] == nil {
 			extraExpect[scen] = map[string]string{}
 		}
-		extraExpect[scen][algorithm+"@"+topology] = code
-		if _, err := s.CellOn(algorithm, topology); err != nil {
-			panic(err)
+		code, had := extraExpect[scen][key]
+		added = append(added, was{scen, code, had})
+		extraExpect[scen][key] = byScenario[scen]
+		var err error
+		if topology == "" {
+			_, err = s.Cell(algorithm)
+		} else {
+			_, err = s.CellOn(algorithm, topology)
+		}
+		if err != nil {
+			undo()
+			return err
 		}
 	}
+	return nil
 }
 
 func register(s Scenario) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,6 +58,10 @@ type Manifest struct {
 	Env      []string               `yaml:"env"`
 	Requires []Requirement          `yaml:"requires"`
 	Expect   map[string]Expectation `yaml:"expect"`
+	// ExpectOn is the expected verdicts on each of the AlsoOn topologies, where they differ
+	// from the topology's own column or were measured there (postgres-standby's failover): a
+	// cell run there (--topology) expects only what this says (scenarios.ExpectOn).
+	ExpectOn map[string]map[string]Expectation `yaml:"expect_on"`
 
 	// Path is the manifest file; Dir its directory.
 	Path string `yaml:"-"`
@@ -144,12 +149,27 @@ func (m *Manifest) check() error {
 	if m.Clock != "" && m.Clock != ClockFaketime && m.Clock != ClockNone {
 		return fmt.Errorf("clock %q: want faketime (the default) or none", m.Clock)
 	}
-	for scen, e := range m.Expect {
+	if err := checkExpect("expect", m.Expect); err != nil {
+		return err
+	}
+	for topo, es := range m.ExpectOn {
+		if !slices.Contains(m.AlsoOn, topo) {
+			return fmt.Errorf("expect_on.%s: not one of also_on %v (add it there)", topo, m.AlsoOn)
+		}
+		if err := checkExpect("expect_on."+topo, es); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkExpect(where string, es map[string]Expectation) error {
+	for scen, e := range es {
 		if !verdicts[e.Verdict] {
-			return fmt.Errorf("expect.%s.verdict %q: want S, Us, Uc, U, Ul, X or - (n/a)", scen, e.Verdict)
+			return fmt.Errorf("%s.%s.verdict %q: want S, Us, Uc, U, Ul, X or - (n/a)", where, scen, e.Verdict)
 		}
 		if e.Verdict == "-" && e.Note == "" {
-			return fmt.Errorf("expect.%s: verdict - (n/a) needs a note saying why", scen)
+			return fmt.Errorf("%s.%s: verdict - (n/a) needs a note saying why", where, scen)
 		}
 	}
 	return nil

@@ -5,8 +5,10 @@ package procclient
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -49,12 +51,15 @@ func Register(m *process.Manifest) error {
 	if _, err := algorithms.Lookup(m.Name); err == nil {
 		return fmt.Errorf("%w %s: name %s is a built-in algorithm; choose another", process.ErrBadManifest, m.Path, m.Name)
 	}
-	codes := map[string]string{}
-	for scen, e := range m.Expect {
-		if _, err := scenarios.Lookup(scen); err != nil {
-			return fmt.Errorf("%w %s: expect.%s: %w", process.ErrBadManifest, m.Path, scen, err)
+	codes, err := expectCodes(m, "expect", m.Expect)
+	if err != nil {
+		return err
+	}
+	codesOn := map[string]map[string]string{}
+	for topo, es := range m.ExpectOn {
+		if codesOn[topo], err = expectCodes(m, "expect_on."+topo, es); err != nil {
+			return err
 		}
-		codes[scen] = e.Code()
 	}
 	// A clock the skew cannot move is the lock's to say (Info.Unreached), unless the manifest
 	// says what it measured there.
@@ -84,9 +89,32 @@ func Register(m *process.Manifest) error {
 			return process.Start(spec, cfg) // the harness waits for Ready: clients start side by side
 		},
 	})
-	scenarios.Expect(m.Name, codes)
+	// A manifest's expectations are the user's input: one the topology cannot show is an error
+	// naming it, never a panic, and the client is not left registered.
+	if err := scenarios.AddExpect(m.Name, codes); err != nil {
+		algorithms.Unregister(m.Name)
+		return fmt.Errorf("%w %s: expect: %w", process.ErrBadManifest, m.Path, err)
+	}
+	for _, topo := range slices.Sorted(maps.Keys(codesOn)) {
+		if err := scenarios.AddExpectOn(m.Name, topo, codesOn[topo]); err != nil {
+			algorithms.Unregister(m.Name)
+			return fmt.Errorf("%w %s: expect_on.%s: %w", process.ErrBadManifest, m.Path, topo, err)
+		}
+	}
 	registered[m.Name] = m.Path
 	return nil
+}
+
+// expectCodes is a manifest's expectations in the catalogue's notation, each scenario checked.
+func expectCodes(m *process.Manifest, where string, es map[string]process.Expectation) (map[string]string, error) {
+	codes := map[string]string{}
+	for scen, e := range es {
+		if _, err := scenarios.Lookup(scen); err != nil {
+			return nil, fmt.Errorf("%w %s: %s.%s: %w", process.ErrBadManifest, m.Path, where, scen, err)
+		}
+		codes[scen] = e.Code()
+	}
+	return codes, nil
 }
 
 // RegisterFile loads and registers the manifest at path and returns the algorithm's name.

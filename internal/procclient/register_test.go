@@ -1,6 +1,7 @@
 package procclient
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -172,4 +173,50 @@ func TestRenews(t *testing.T) {
 	if _, err := RegisterFile(p); err == nil || !strings.Contains(err.Error(), "renews") {
 		t.Errorf("renews: -1s: %v, want an error naming renews", err)
 	}
+}
+
+// TestManifestExpectations: a manifest's expectations are the user's input — one its topology
+// cannot show, or expect_on a topology it does not run on, is an error naming it (exit 254 at the
+// command line), never a panic, and leaves the client unregistered; expect_on gives the client's
+// column on one of its also_on topologies.
+func TestManifestExpectations(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(p, []byte("name: "+name+"\ncommand: [/bin/true]\nsupports: {valid: true, lost: false}\n"+body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct{ name, body, want string }{
+		{"exp-cannot-show", "topology: redis-single\nexpect:\n  session-kill: {verdict: S}\n", "no sessions the harness can end"},
+		{"exp-on-elsewhere", "topology: postgres\nexpect_on:\n  postgres-standby:\n    failover: {verdict: Us}\n", "not one of also_on"},
+		{"exp-on-cannot-show", "topology: postgres\nalso_on: [postgres-standby]\nexpect_on:\n  postgres-standby:\n    pgbouncer-transaction: {verdict: Us}\n", "expect_on.postgres-standby"},
+	} {
+		_, err := RegisterFile(write(tc.name, tc.body))
+		if !errors.Is(err, process.ErrBadManifest) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want a bad manifest naming %q", tc.name, err, tc.want)
+		}
+		if _, err := algorithms.Lookup(tc.name); err == nil {
+			t.Errorf("%s: registered despite its bad expectations", tc.name)
+		}
+	}
+	name, err := RegisterFile(write("exp-on-standby", "topology: postgres\nalso_on: [postgres-standby]\nexpect:\n  failover: {verdict: \"-\", note: one server}\n"+
+		"expect_on:\n  postgres-standby:\n    failover: {verdict: Us, note: the promoted standby holds no advisory lock}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := must(t, "failover").CellOn(name, "postgres-standby")
+	if err != nil || c.Expected != "unsafe-service" {
+		t.Errorf("%s × failover on postgres-standby: %q (%v), want unsafe-service from expect_on", name, c.Expected, err)
+	}
+}
+
+func must(t *testing.T, scenario string) scenarios.Scenario {
+	t.Helper()
+	s, err := scenarios.Lookup(scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
