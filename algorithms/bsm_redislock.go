@@ -187,8 +187,9 @@ func init() {
 		Name: "bsm-redislock-refresh",
 		Summary: "github.com/bsm/redislock kept alive by lock.Refresh every TTL/3 from a goroutine; the holder " +
 			"gives the lease up at the first Refresh that fails.",
-		Source:     "github.com/bsm/redislock v0.9.4",
-		Topologies: []string{topoRedisSingle, topoRedisSentinel},
-		New:        newBsmRedislockRefresh,
+		Source:       "github.com/bsm/redislock v0.9.4",
+		Topologies:   []string{topoRedisSingle, topoRedisSentinel},
+		RenewsPerTTL: 1.0 / 3,
+		New:          newBsmRedislockRefresh,
 	})
 }

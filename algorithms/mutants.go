@@ -38,9 +38,10 @@ func init() {
 		},
 		{
 			Name: "token-watchdog-blind", Mutant: "token+watchdog", Topologies: single,
-			Removed: "giving the lease up when a renewal fails: the holder keeps believing in it (Valid is always true)",
-			Points:  []string{"release:before-del"},
-			New:     func(cfg Config) (Locker, error) { return newWatchdogLocker(cfg, "token-watchdog-blind", true) },
+			Removed:      "giving the lease up when a renewal fails: the holder keeps believing in it (Valid is always true)",
+			Points:       []string{"release:before-del"},
+			RenewsPerTTL: 1.0 / 3,
+			New:          func(cfg Config) (Locker, error) { return newWatchdogLocker(cfg, "token-watchdog-blind", true) },
 		},
 		{
 			Name: "token-no-ttl", Mutant: "token", Topologies: single,

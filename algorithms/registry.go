@@ -49,9 +49,22 @@ type Info struct {
 	// heartbeat thread, a ZooKeeper client's session pings), 0 when it renews nothing: a fault
 	// that must outlast the lease must outlast a renewal too (a frozen heartbeat, a partition
 	// longer than the lease plus this period). A process client's manifest says it (renews).
+	// RenewalPeriod gives the period a run uses.
 	Renews time.Duration
+	// RenewsPerTTL, for a lock that renews at a fraction of its TTL (a watchdog every TTL/3:
+	// 1.0/3), is that fraction; Renews, when set, wins.
+	RenewsPerTTL float64
 	// New builds one client's Locker.
 	New func(Config) (Locker, error)
+}
+
+// RenewalPeriod is the period at which the lock renews a lease of ttl in the background
+// (Renews, else RenewsPerTTL of ttl), 0 when it renews nothing.
+func (i Info) RenewalPeriod(ttl time.Duration) time.Duration {
+	if i.Renews > 0 {
+		return i.Renews
+	}
+	return time.Duration(i.RenewsPerTTL * float64(ttl))
 }
 
 var (

@@ -253,8 +253,9 @@ func init() {
 		Name: "rueidislock",
 		Summary: "github.com/redis/rueidis/rueidislock with its defaults: a majority of 3 keys on one Redis (SET NX " +
 			"PXAT), auto-extended; the holder trusts the context WithContext returns until it is cancelled.",
-		Source:     "github.com/redis/rueidis v1.0.79 (rueidislock)",
-		Topologies: []string{topoRedisSingle, topoRedisSentinel},
-		New:        newRueidisLock,
+		Source:       "github.com/redis/rueidis v1.0.79 (rueidislock)",
+		Topologies:   []string{topoRedisSingle, topoRedisSentinel},
+		RenewsPerTTL: 0.5, // ExtendInterval: KeyValidity/2
+		New:          newRueidisLock,
 	})
 }

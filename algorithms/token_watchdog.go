@@ -192,11 +192,12 @@ func (l *watchdogLocker) Close() error {
 
 func init() {
 	Register(Info{
-		Name:       "token+watchdog",
-		Summary:    "token lock renewed by a watchdog every TTL/3 (Lua compare-and-PEXPIRE); the holder gives the lease up when a renewal fails.",
-		Source:     "Redisson RLock's lock watchdog (lockWatchdogTimeout, renewExpiration); seed 003's token lock",
-		Topologies: []string{topoRedisSingle, topoRedisSentinel},
-		Points:     []string{"release:before-del"},
-		New:        newTokenWatchdog,
+		Name:         "token+watchdog",
+		Summary:      "token lock renewed by a watchdog every TTL/3 (Lua compare-and-PEXPIRE); the holder gives the lease up when a renewal fails.",
+		Source:       "Redisson RLock's lock watchdog (lockWatchdogTimeout, renewExpiration); seed 003's token lock",
+		Topologies:   []string{topoRedisSingle, topoRedisSentinel},
+		Points:       []string{"release:before-del"},
+		RenewsPerTTL: 1.0 / 3,
+		New:          newTokenWatchdog,
 	})
 }

@@ -420,9 +420,10 @@ func init() {
 		Name: "user-token-renew",
 		Summary: "Point-free user-token kept alive by a watchdog goroutine: a Lua compare-and-PEXPIRE every TTL/3; the first " +
 			"failed or refused renewal makes Valid false for good. Calls no named point.",
-		Source:     src + "; Redisson's lock watchdog (renewExpiration)",
-		Topologies: single,
-		New:        newUserRenew("user-token-renew", false),
+		Source:       src + "; Redisson's lock watchdog (renewExpiration)",
+		Topologies:   single,
+		RenewsPerTTL: 1.0 / 3,
+		New:          newUserRenew("user-token-renew", false),
 	})
 	for _, m := range []Info{
 		{
@@ -452,7 +453,8 @@ func init() {
 			Name: "user-token-blind-renew", Mutant: "user-token-renew",
 			Removed: "the owner check and the giving up of the renewal: the watchdog renews with a plain SET key token PX ttl " +
 				"(overwriting whoever holds the key) and never gives the lease up (Valid is always true)",
-			New: newUserRenew("user-token-blind-renew", true),
+			RenewsPerTTL: 1.0 / 3,
+			New:          newUserRenew("user-token-blind-renew", true),
 		},
 	} {
 		m.Topologies = single

@@ -88,7 +88,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Algorithm: cfg.Algorithm, Scenario: cfg.Scenario, Topology: cfg.Topology, Backend: cfg.Backend,
 		Seed: cfg.Seed, Clients: cfg.Clients, TTLNs: int64(cfg.TTL), HoldNs: int64(cfg.Hold),
 		Fencing: cfg.Fencing, Expected: cfg.Expected, StuckAfterNs: int64(cfg.StuckAfter),
-		SessionTimeoutNs: int64(cfg.SessionTimeout), ServerIdleTimeoutNs: int64(cfg.ServerIdleTimeout), Faults: plannedFaults(cfg.Faults, cfg.TTL, info.Renews),
+		SessionTimeoutNs: int64(cfg.SessionTimeout), ServerIdleTimeoutNs: int64(cfg.ServerIdleTimeout), Faults: plannedFaults(cfg.Faults, cfg.TTL, info.RenewalPeriod(cfg.TTL)),
 		Started: time.Now().UTC().Format(time.RFC3339Nano), Version: cfg.Version, Command: cfg.Command,
 	}
 	w, err := history.Create(res.HistoryPath, meta)
@@ -126,7 +126,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 func run(ctx context.Context, cfg Config, info algorithms.Info, cl cluster.Cluster, rec *recorder, res *Result, deaths *serverDeaths) error {
-	env := &env{cluster: cl, cfg: cfg, clocks: make([]*skewClock, cfg.Clients+1), renews: info.Renews}
+	env := &env{cluster: cl, cfg: cfg, clocks: make([]*skewClock, cfg.Clients+1), renews: info.RenewalPeriod(cfg.TTL)}
 	for i := range env.clocks {
 		env.clocks[i] = &skewClock{}
 	}
@@ -377,7 +377,7 @@ type env struct {
 	clocks  []*skewClock
 	lockers []algorithms.Locker // by client, from 0
 	leases  leaseSeen           // the longest lease a client reported
-	renews  time.Duration       // the lock's background renewal period (algorithms.Info.Renews)
+	renews  time.Duration       // the lock's background renewal period (algorithms.Info.RenewalPeriod)
 }
 
 // leaseSeen is the longest lease (Lease.TTL) any client reported so far.

@@ -73,7 +73,8 @@
 //     from your code; one at a Config.Point name needs you to call it). etcd's gRPC is not
 //     parsed: on etcd, slow-release and latency are timed faults on the client's links.
 //   - Timing: faults are sized in leases of your lock — the longest Lease.TTL it reported, else
-//     Config.TTL, plus its renewal period — so a pause outlasts the lease your lock really holds.
+//     Config.TTL, plus the renewal period WithRenewal gives — so a pause outlasts the lease your
+//     lock really holds.
 //     A lock that ignores Config.Dial, or retries for longer than the fault lasts, may dodge the
 //     fault rather than survive it; a fault that could not be applied, or never made the moment it
 //     aims at, leaves its scenario unknown, never safe.
@@ -140,6 +141,7 @@ func Run(t testing.TB, factory Factory, opts ...Option) {
 		o.apply(&c)
 	}
 	lock := userLock(t, factory, c.topologies)
+	lock.Renews = c.renews
 	plan, err := c.plan(lock)
 	if err != nil {
 		t.Fatalf("locktest: %v", err)
@@ -255,6 +257,8 @@ func (c config) plan(lock algorithms.Info) ([]item, error) {
 		return nil, fmt.Errorf("WithClients(%d): want at least 1", c.clients)
 	case c.duration < 0 || c.ttl < 0:
 		return nil, errors.New("WithDuration and WithTTL want positive durations")
+	case c.renews < 0:
+		return nil, fmt.Errorf("WithRenewal(%v): want the lock's renewal period, e.g. 200ms", c.renews)
 	}
 	list := scenarios.All()
 	if len(c.scenarios) > 0 || len(custom) > 0 {

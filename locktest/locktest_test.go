@@ -43,6 +43,7 @@ func TestBadOptions(t *testing.T) {
 		{"expectations of unknown", []locktest.Option{locktest.WithExpectationsOf("nope")}, `unknown algorithm "nope"`},
 		{"expectations of other topology", []locktest.Option{locktest.WithExpectationsOf("zookeeper")}, "zookeeper runs on [zookeeper], the lock on redis-single"},
 		{"negative clients", []locktest.Option{locktest.WithClients(-1)}, "WithClients(-1)"},
+		{"negative renewal", []locktest.Option{locktest.WithRenewal(-time.Second)}, "WithRenewal(-1s): want the lock's renewal period"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := capture(t, func(tb testing.TB) { locktest.Run(tb, neverCalled, tc.opts...) })

@@ -25,6 +25,7 @@ type config struct {
 	duration   time.Duration
 	clients    int
 	ttl        time.Duration
+	renews     time.Duration
 	backend    string
 	topologies []string
 	expect     map[string]string
@@ -89,6 +90,16 @@ func WithClients(n int) Option {
 // gets longer faults.
 func WithTTL(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.ttl = d })
+}
+
+// WithRenewal says that the lock renews its lease in the background, every period (a watchdog
+// goroutine, a keepalive): the faults that must outlast the lease then outlast one renewal more
+// (a pause of lease + period + 400 ms), so a holder frozen between two renewals still loses its
+// lease. Default: the lock renews nothing. Tell it the period your lock uses at the TTL it gets
+// (TTL/3 for a Redisson-style watchdog at the default 500 ms: 167 ms); too short a period gives
+// faults that a renewal can dodge, and the run may then pass a lock that fails.
+func WithRenewal(period time.Duration) Option {
+	return optionFunc(func(c *config) { c.renews = period })
 }
 
 // WithBackend chooses how servers are started: "local" (Debian binaries as child processes) or
