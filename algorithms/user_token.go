@@ -20,6 +20,7 @@ package algorithms
 //	user-token-blind-renew the watchdog renews with a plain SET key token PX ttl and never gives up
 //	user-token-two-command-expiry
 //	                       SETNX key token, then PEXPIRE key ttl as a second command
+//	user-token-error-grant a SET NX that failed (an error, a refused dial, a timeout) is taken for a grant
 //
 // On the wire (go-redis v9 defaults, which a user keeps): RESP3 (HELLO 3 on every new
 // connection), SetNX is sent as `set key token px <ms> nx` (`ex <s>` for a TTL of whole
@@ -46,6 +47,7 @@ const (
 	userTokenNoValidity                     // Validity 0
 	userTokenValidityFromReply              // the TTL counted from the reply
 	userTokenTwoCommandExpiry               // SETNX, then PEXPIRE as a second command
+	userTokenErrorGrant                     // a SET NX that failed taken for a grant
 )
 
 // userTokenRelease is the compare-and-delete script of the Redis SET documentation.
@@ -189,6 +191,9 @@ func (l *userTokenLock) take(ctx context.Context, token string) (time.Time, erro
 		}
 		ok, err := l.rdb.SetNX(rctx, l.cfg.Name, token, ttl).Result()
 		cancel()
+		if err != nil && l.bug == userTokenErrorGrant {
+			return sent, nil // only "taken" (a nil reply) is looked at
+		}
 		if err != nil {
 			return time.Time{}, fmt.Errorf("%s acquire: %w", l.name, userTokenErr("SET NX PX", err))
 		}
@@ -448,6 +453,12 @@ func init() {
 			Removed: "the atomic expiry: SETNX key token, then PEXPIRE key ttl as a second command (seed 002's problem 1), " +
 				"so a client that dies between the two leaves a key that never expires",
 			New: newUserToken("user-token-two-command-expiry", userTokenTwoCommandExpiry),
+		},
+		{
+			Name: "user-token-error-grant", Mutant: "user-token",
+			Removed: "the check of the SET's outcome: only \"taken\" (a nil reply) sends the client back to wait, so a SET NX " +
+				"that failed otherwise (an error reply, a refused dial, a timeout) is taken for a grant",
+			New: newUserToken("user-token-error-grant", userTokenErrorGrant),
 		},
 		{
 			Name: "user-token-blind-renew", Mutant: "user-token-renew",

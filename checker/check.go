@@ -13,8 +13,8 @@ import (
 // CheckHistory runs every check on h and returns the result.json object with porcupine's linearization
 // info for the visualization. It never fails: what it cannot decide makes the verdict unknown.
 //
-// Verdict: unsafe if any exclusion violation, illegal grant, fence regression or proven lost
-// update; else stuck if clients waited StuckAfter with no grant after all faults healed; else
+// Verdict: unsafe if any exclusion violation, illegal grant, fence regression, proven lost
+// update or grant that no reply on the wire backed; else stuck if clients waited StuckAfter with no grant after all faults healed; else
 // unknown if a porcupine check ran out of time, no acquire succeeded, or the run has no evidence
 // that it could have failed (docs/design.md#evidence: a planned fault that never fired, no write, no write
 // or other client's grant in the danger window); else safe.
@@ -76,6 +76,9 @@ func CheckRun(h *history.Run, opts Options) *Outcome {
 			}
 		}
 	}
+	unbacked := r.unbackedGrants()
+	f.counts.UnbackedGrants = len(unbacked)
+	vs = append(vs, unbacked...)
 	slices.SortStableFunc(vs, func(x, y Violation) int { return cmp.Compare(x.AtMs, y.AtMs) })
 	r.blame(vs)
 	f.vs = vs

@@ -22,6 +22,8 @@ func decidedBy(res *Result, vs []Violation) string {
 			fmt.Fprintf(&b, "%s (%s)", plural(res.ExclusionViolations, "overlapping holder"), orText(first.Cause, first.Explanation))
 		case "fence-regression":
 			fmt.Fprintf(&b, "%s (%s)", plural(res.FenceRegressions, "fence regression"), first.Explanation)
+		case "unbacked-grant":
+			fmt.Fprintf(&b, "%s (%s)", plural(res.UnbackedGrants, "unbacked grant"), first.Cause)
 		default:
 			fmt.Fprintf(&b, "%s: %s", first.Kind, first.Explanation)
 		}

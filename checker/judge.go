@@ -56,6 +56,7 @@ func newResult(h *history.Run, f *facts) Result {
 	c := &f.counts
 	res.AcquiresOk, res.AcquiresFailed, res.StaleWritesRejected = c.AcquiresOk, c.AcquiresFailed, c.StaleWritesRejected
 	res.ExpiredWrites, res.HeldMs = c.ExpiredWrites, ms(f.heldNs)
+	res.UnbackedGrants = c.UnbackedGrants
 	finishCounts(&res, f.lat, f.writes, f.ops, h.End)
 	res.LockCheck, res.ResourceCheck = f.lockCheck, f.resourceCheck
 	res.ExclusionViolations, res.ServiceViolations = f.overlaps, f.grants

@@ -163,6 +163,9 @@ func (m *merger) add(p *segPart) bool {
 		}
 	}
 	vs = append(vs, ovs...)
+	unbacked := r.unbackedGrants()
+	p.res.UnbackedGrants = len(unbacked)
+	vs = append(vs, unbacked...)
 	r.blame(vs)
 	r.blameEach(lostV, fenceV) // kept apart from vs, blamed as the whole check blames them
 	m.nGrants += len(g)
@@ -194,6 +197,7 @@ func (m *merger) add(p *segPart) bool {
 	c.WritesInWindow += p.res.WritesInWindow
 	c.GrantsInWindow += p.res.GrantsInWindow
 	c.ExpiredWrites += p.res.ExpiredWrites
+	c.UnbackedGrants += p.res.UnbackedGrants
 	m.lat = append(m.lat, p.lat...)
 	m.writes += p.writes
 	m.heldNs += p.heldNs

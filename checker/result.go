@@ -41,7 +41,8 @@ type OpRef struct {
 
 // Violation is the first violation found, with the pair of operations that show it.
 type Violation struct {
-	// Kind is "exclusion", "service" (illegal grant), "lost-update" or "stuck".
+	// Kind is "exclusion", "service" (illegal grant), "lost-update", "fence-regression",
+	// "unbacked-grant" (a grant no reply on the wire backed) or "stuck".
 	Kind  string  `json:"kind"`
 	Class Class   `json:"class,omitempty"`
 	AtMs  float64 `json:"at_ms"`
@@ -119,6 +120,10 @@ type Result struct {
 	FenceRegressions int `json:"fence_regressions"`
 	// ExpiredWrites counts writes made after the holder's own validity (validity_ns) ended.
 	ExpiredWrites int `json:"expired_writes"`
+	// UnbackedGrants counts the grants a client reported while every reply its requests got on
+	// its parsed link refused them, or none came (history.Operation.Unbacked): client-class
+	// violations of their own.
+	UnbackedGrants int `json:"unbacked_grants"`
 	// DecidedBy says in one line what decided the verdict, with the numbers that did.
 	DecidedBy string `json:"decided_by"`
 	// Stopped says why the run ended its fault phase early, once its first violation was found

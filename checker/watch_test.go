@@ -100,7 +100,7 @@ func TestWatchCountsFaults(t *testing.T) {
 }
 
 // wireHistory writes, as it is read, a correct lock's history of n serial critical sections,
-// each with wire lines of long, distinct text as a parsed Redlock's commands are: nothing holds
+// each with wire lines of long, distinct text as a parsed Redlock's commands and replies are: nothing holds
 // the whole history.
 type wireHistory struct {
 	n, wire int
@@ -127,8 +127,12 @@ func (w *wireHistory) Read(p []byte) (int, error) {
 		for i, e := range w.b.h.Events {
 			w.buf = history.AppendJSON(w.buf, e)
 			for k := range w.wire / len(w.b.h.Events) {
+				dir := history.WireRequest // and its reply, which backs the grant
+				if k%2 == 1 {
+					dir = history.WireReply
+				}
 				w.buf = history.AppendJSON(w.buf, history.Event{Type: history.TypeWire, AtNs: e.AtNs, Client: e.Client, Node: fmt.Sprintf("redis-%d", k%5+1),
-					Dir: history.WireRequest, Cmd: "EVALSHA", Key: "lock", Detail: fmt.Sprintf("EVALSHA %0128d %d %d", w.cs, i, k)})
+					Dir: dir, Cmd: "EVALSHA", Key: "lock", Detail: fmt.Sprintf("EVALSHA %0128d %d %d", w.cs, i, k)})
 			}
 		}
 	}

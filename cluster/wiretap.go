@@ -57,6 +57,10 @@ type WireAction struct {
 	// Hold, when not nil, keeps the message — and, as TCP would, everything behind it on its
 	// stream — from its receiver until the channel is closed.
 	Hold <-chan struct{}
+	// Before runs once every hold on the message ended, just before it is handed on towards its
+	// receiver: a time taken there is never later than the receiver's first sight of it (as a
+	// time taken in After can be, the receiver having read it and gone on meanwhile).
+	Before func()
 	// After runs once the message has been handed on towards its receiver.
 	After func()
 }
@@ -109,23 +113,25 @@ func (t *WireTap) Watch(w WireWatcher) (stop func()) {
 	}
 }
 
-// observe shows e to every watcher and combines what they ask: every hold, every after, appended
-// to holds and afters (the stream's own, reused from message to message).
-func (t *WireTap) observe(e WireEvent, holds []<-chan struct{}, afters []func()) ([]<-chan struct{}, []func()) {
+// observe shows e to every watcher and combines what they ask: every hold, before and after,
+// appended to the stream's own lists (reused from message to message).
+func (t *WireTap) observe(e WireEvent, s *wireStream) {
 	p := t.watchers.Load()
 	if p == nil {
-		return holds, afters
+		return
 	}
 	for _, x := range *p {
 		a := x.w(e)
 		if a.Hold != nil {
-			holds = append(holds, a.Hold)
+			s.holds = append(s.holds, a.Hold)
+		}
+		if a.Before != nil {
+			s.befores = append(s.befores, a.Before)
 		}
 		if a.After != nil {
-			afters = append(afters, a.After)
+			s.afters = append(s.afters, a.After)
 		}
 	}
-	return holds, afters
 }
 
 // wireConn pairs the two streams of one connection: the requests in flight, so that a reply is
@@ -282,9 +288,10 @@ type wireStream struct {
 	// chunk is the chunk that came in while buf is exactly its bytes, nil otherwise.
 	chunk *stream.StreamChunk
 
-	held   []byte
-	holds  []<-chan struct{}
-	afters []func()
+	held    []byte
+	holds   []<-chan struct{}
+	befores []func()
+	afters  []func()
 }
 
 // Pipe passes whole messages on, each after the tap's watchers saw it and any hold they asked for
@@ -354,8 +361,10 @@ func (s *wireStream) drain(stub *toxics.ToxicStub) bool {
 		} else {
 			s.conn.sent(m)
 		}
-		s.holds, s.afters = s.tap.observe(e, s.holds[:0], s.afters[:0])
+		s.holds, s.befores, s.afters = s.holds[:0], s.befores[:0], s.afters[:0]
+		s.tap.observe(e, s)
 		if len(s.holds) == 0 {
+			s.runBefores() // it goes on with the run it joins, before any later message can
 			ready += n
 			if len(s.afters) > 0 {
 				s.handOn(stub, ready)
@@ -403,6 +412,15 @@ func (s *wireStream) take(n int) []byte {
 	return b
 }
 
+// runBefores runs the befores of the message about to be handed on, and forgets them.
+func (s *wireStream) runBefores() {
+	for i, f := range s.befores {
+		s.befores[i] = nil
+		f()
+	}
+	s.befores = s.befores[:0]
+}
+
 // runAfters runs the afters of the message just handed on, and forgets them.
 func (s *wireStream) runAfters() {
 	afters := s.afters
@@ -428,6 +446,7 @@ func (s *wireStream) release(stub *toxics.ToxicStub) bool {
 			return false
 		}
 	}
+	s.runBefores()
 	stub.Output <- &stream.StreamChunk{Data: s.held, Timestamp: s.ts}
 	s.held = nil
 	s.runAfters()

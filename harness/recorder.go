@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/cluster/wire"
 	"github.com/lockchaos/lockchaos/history"
 )
 
@@ -90,9 +91,12 @@ func (r *recorder) fault(e history.Event) {
 }
 
 // watchWire records every command and reply of the lock on the cluster's parsed links
-// (docs/design.md#wire-points) as wire lines, stamped when the message left the proxy: a request towards the server, a
-// reply towards the client — after any hold a fault put on it. Connection housekeeping (HELLO,
-// pings) and pushes are left out. It returns the function that stops recording.
+// (docs/design.md#wire-points) as wire lines, stamped as the message leaves the proxy: a request towards the server, a
+// reply towards the client — after any hold a fault put on it, and before the receiver can
+// have read it (WireAction.Before), so a reply's line comes before anything its client did on
+// reading it. A reply that refused its request is marked (wire.Refused). Connection
+// housekeeping (HELLO, pings) and pushes are left out. It returns the function that stops
+// recording.
 func (r *recorder) watchWire(cl cluster.Cluster, clients int) (stop func()) {
 	var stops []func()
 	for c := 1; c <= clients; c++ {
@@ -112,16 +116,16 @@ func (r *recorder) watchWire(cl cluster.Cluster, clients int) (stop func()) {
 				// The after keeps only the line's strings, not a whole Event: it is made for every
 				// message of every parsed link, and an Event's size on the heap was most of the
 				// bytes a parsed run allocated.
-				client, node, cmd, detail, dir, key := e.Client, e.Node, req.Cmd, e.Msg.Text, history.WireRequest, ""
+				client, node, cmd, detail, dir, key, refused := e.Client, e.Node, req.Cmd, e.Msg.Text, history.WireRequest, "", false
 				if len(req.Keys) > 0 {
 					key = req.Keys[0]
 				}
 				if e.Reply {
-					dir = history.WireReply
+					dir, refused = history.WireReply, wire.Refused(req, e.Msg)
 				}
-				return cluster.WireAction{After: func() {
+				return cluster.WireAction{Before: func() {
 					r.write(history.Event{Type: history.TypeWire, Client: client, Node: node, Dir: dir, Cmd: cmd,
-						Detail: detail, Key: key}, true)
+						Detail: detail, Key: key, Refused: refused}, true)
 				}}
 			}))
 		}

@@ -62,8 +62,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	deaths := &serverDeaths{}
 	spec.OnExit = deaths.exited
-	// Links are parsed only for the runs whose faults act at a command (docs/design.md#wire-points).
-	spec.Wire = spec.Proxies && (benchWire || slices.ContainsFunc(cfg.Faults, func(s faults.Spec) bool { return s.Wire != nil }))
+	// Links are parsed in every run with faults (docs/design.md#wire-points): for the faults that act
+	// at a command, and so that every grant a client claims is checked against the replies it
+	// got (history.Operation.Unbacked). A run without faults (proxies always: the benchmarks'
+	// floor) is parsed only when a benchmark asks.
+	spec.Wire = spec.Proxies && (benchWire || len(cfg.Faults) > 0)
 	if cfg.external != nil {
 		// Someone else's servers: the run's keys and znodes carry its id, as its proxies do.
 		spec.RunID = external.NewRunID()

@@ -160,7 +160,7 @@ func (d *fastDecoder) field(key []byte, e *Event) bool {
 			e.Key = intern(v, lockNames)
 		}
 		return true
-	case "lasting", "arm":
+	case "lasting", "arm", "refused":
 		if d.null() {
 			return true
 		}
@@ -168,10 +168,13 @@ func (d *fastDecoder) field(key []byte, e *Event) bool {
 		if !ok {
 			return false
 		}
-		if k == "lasting" {
+		switch k {
+		case "lasting":
 			e.Lasting = v
-		} else {
+		case "arm":
 			e.Arm = v
+		default:
+			e.Refused = v
 		}
 		return true
 	case "value":

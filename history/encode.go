@@ -77,6 +77,9 @@ func AppendJSON(dst []byte, e Event) []byte {
 	if e.Arm {
 		dst = append(dst, `,"arm":true`...)
 	}
+	if e.Refused {
+		dst = append(dst, `,"refused":true`...)
+	}
 	if len(e.TargetClients) > 0 {
 		dst = append(dst, `,"target_clients":[`...)
 		for i, c := range e.TargetClients {

@@ -156,6 +156,10 @@ type Event struct {
 	Dir  string `json:"dir,omitempty"` // WireRequest or WireReply
 	Cmd  string `json:"cmd,omitempty"`
 	Key  string `json:"key,omitempty"`
+	// Refused, on a reply, says that it did not do what its request asked: an error, or a null
+	// or 0 that is not a script's (SET NX's nil, SETNX's :0). An acquisition granted while its
+	// client got only refusals took something else for a grant (Operation.Unbacked).
+	Refused bool `json:"refused,omitempty"`
 }
 
 // Int64 returns a pointer to v, for Event.Value.

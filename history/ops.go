@@ -26,6 +26,11 @@ type Operation struct {
 	// Value is the value a read returned or a write wrote.
 	Value *int64
 	Error string
+	// Unbacked, on a granted acquire, says what the wire showed when the client's requests
+	// during the acquisition got no reply that did what it asked (history.Event.Refused): each
+	// was refused, or none came before the grant. The client took an error, a refusal or a
+	// timeout for a grant. "" when a reply backed it, or when its link is not parsed.
+	Unbacked string
 }
 
 // Ok reports whether the operation definitely took effect.

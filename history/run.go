@@ -37,11 +37,13 @@ type WireLine struct {
 	Cmd    string
 	Key    string
 	Text   string
+	// Refused: a reply that did not do what its request asked (Event.Refused).
+	Refused bool
 }
 
 // wireLine is the wire line e records.
 func wireLine(e *Event) WireLine {
-	return WireLine{At: e.AtNs, Client: e.Client, Node: e.Node, Reply: e.Dir == WireReply, Cmd: e.Cmd, Key: e.Key, Text: e.Detail}
+	return WireLine{At: e.AtNs, Client: e.Client, Node: e.Node, Reply: e.Dir == WireReply, Cmd: e.Cmd, Key: e.Key, Text: e.Detail, Refused: e.Refused}
 }
 
 // Run pairs h's events (see Operations, Faults and Unfired).
@@ -64,6 +66,7 @@ type runBuilder struct {
 	dense  []int32
 	open   map[int64]int
 	faults map[int64]int // fault id → index in run.Faults
+	backs  backing
 }
 
 // maxDense bounds the ids the dense index takes (64 M operations, 256 MB of index at most).
@@ -102,6 +105,7 @@ func (b *runBuilder) take(id int64) (int, bool) {
 
 func (b *runBuilder) add(e *Event) {
 	b.run.End = max(b.run.End, e.AtNs)
+	b.backs.see(e)
 	switch e.Type {
 	case TypeInvoke:
 		b.index(e.ID, len(b.run.Ops))
@@ -115,6 +119,7 @@ func (b *runBuilder) add(e *Event) {
 			return // a completion without an invocation is ignored
 		}
 		complete(&b.run.Ops[j], e)
+		b.backs.complete(&b.run.Ops[j], e)
 	case TypeFault:
 		addFault(&b.run, b.faults, e)
 	case TypeAbort:

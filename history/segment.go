@@ -93,6 +93,7 @@ type segmenter struct {
 	wire    []WireLine
 	relOpen map[int]int   // client → its releases invoked and not completed
 	relDone map[int]int64 // client → the latest completion of its releases
+	backs   backing       // what the wire showed of each acquisition under way
 
 	// Over the segment's operations: the latest invocation and completion, and how many of the
 	// open ones are not acquires.
@@ -103,6 +104,7 @@ type segmenter struct {
 
 func (s *segmenter) add(e *Event) error {
 	s.end = max(s.end, e.AtNs)
+	s.backs.see(e)
 	switch e.Type {
 	case TypeInvoke:
 		if len(s.ops)-s.carried >= s.next && s.openOther == 0 && s.held.len() == 0 &&
@@ -141,6 +143,7 @@ func (s *segmenter) add(e *Event) error {
 			s.openCarried--
 		}
 		complete(o, e)
+		s.backs.complete(o, e)
 		s.maxDone = max(s.maxDone, e.AtNs)
 		switch {
 		case o.Op != OpAcquire:

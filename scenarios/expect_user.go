@@ -28,6 +28,7 @@ func init() {
 	catch("latency", "user-redlock-no-validity", "Uc: antirez's check removed; the slow majority's lease had run")
 	catch("partition", "user-token-no-validity", "Uc: it trusts the lease until release and writes after its key expired")
 	catch("partition", "user-token-blind-renew", "Uc: its renewals cannot get through, and it keeps believing")
+	catch("node-kill", "user-token-error-grant", "Uc: its SET meets the killed server (an EOF, a refused dial) and it takes the error for a grant: no reply backs it")
 	catch("partition", "user-redlock-error-vote", "Us: the cut-off client counts its nodes' timeouts as votes and holds with nothing")
 	catch("client-crash", "user-zookeeper-persistent", "X: the crashed holder's persistent node is never removed")
 }

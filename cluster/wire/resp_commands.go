@@ -65,3 +65,18 @@ func init() {
 		"LLEN", "SADD", "SREM", "SMEMBERS", "SISMEMBER", "SCARD", "ZADD", "ZREM", "ZRANGE",
 		"ZSCORE", "ZCARD", "XADD", "XLEN", "DUMP", "RESTORE")
 }
+
+// Refused reports whether reply says that req was not done: an error reply (RESP or ZooKeeper);
+// for a RESP command that is not a script, a null or the integer 0 too (SET NX's nil, SETNX's
+// and PEXPIRE's :0). A script's null or 0 means what the script makes it mean — Redisson's lock
+// script answers nil when it takes the lock — so of a script's replies only an error counts.
+func Refused(req, reply Message) bool {
+	if reply.Err {
+		return true
+	}
+	if !reply.Null && !reply.Zero {
+		return false
+	}
+	info, known := commands[req.Cmd]
+	return !known || info.keys != keysNumkeys
+}

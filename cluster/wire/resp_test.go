@@ -249,3 +249,34 @@ func TestRESPGarbage(t *testing.T) {
 		})
 	}
 }
+
+// TestRefused: a reply refuses its request when it is an error, or a null or :0 that is not a
+// script's (a script's nil can be its success).
+func TestRefused(t *testing.T) {
+	for _, tc := range []struct {
+		req, reply string
+		want       bool
+	}{
+		{"*5\r\n$3\r\nSET\r\n$4\r\nlock\r\n$1\r\nt\r\n$2\r\nNX\r\n$2\r\nPX\r\n", "+OK\r\n", false},
+		{"*5\r\n$3\r\nSET\r\n$4\r\nlock\r\n$1\r\nt\r\n$2\r\nNX\r\n$2\r\nPX\r\n", "$-1\r\n", true},
+		{"*3\r\n$5\r\nSETNX\r\n$4\r\nlock\r\n$1\r\nt\r\n", ":0\r\n", true},
+		{"*3\r\n$5\r\nSETNX\r\n$4\r\nlock\r\n$1\r\nt\r\n", ":1\r\n", false},
+		{"*3\r\n$3\r\nSET\r\n$4\r\nlock\r\n$1\r\nt\r\n", "-READONLY You can't write against a read only replica.\r\n", true},
+		{"*3\r\n$4\r\nEVAL\r\n$6\r\nreturn\r\n$1\r\n1\r\n", "$-1\r\n", false},
+		{"*3\r\n$4\r\nEVAL\r\n$6\r\nreturn\r\n$1\r\n1\r\n", ":0\r\n", false},
+		{"*3\r\n$4\r\nEVAL\r\n$6\r\nreturn\r\n$1\r\n1\r\n", "-ERR script\r\n", true},
+		{"*2\r\n$3\r\nGET\r\n$4\r\nlock\r\n", "$1\r\nt\r\n", false},
+	} {
+		_, req, err := NewRESPRequests().Next([]byte(tc.req))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, reply, err := NewRESPReplies().Next([]byte(tc.reply))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Refused(req, reply); got != tc.want {
+			t.Errorf("Refused(%s, %s) = %v, want %v", req.Text, reply.Text, got, tc.want)
+		}
+	}
+}
