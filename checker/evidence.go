@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -113,23 +114,57 @@ func (r *run) occurrences() []occurrence {
 // (etcd's partition: granted at 1.4 s, its write at 3.9 s, the window's fixed end at 3.1 s), writes
 // where a late write of the attacked holder would meet it: that write is the evidence that the
 // fault put something at risk, not a write after the danger.
+//
+// It looks at the grants inside the window only (grantWrites, built once per run): the evidence,
+// each blame and a segment's reach ask for every occurrence, and a walk over every operation for
+// each made a long history with many faults pay occurrences × operations several times.
 func (r *run) extend(o occurrence) int64 {
 	end := max(o.danger, r.reach[o.span.ID])
-	for i := range r.ops {
-		w := &r.ops[i]
-		if w.Op != history.OpWrite || w.Call < o.danger {
-			continue
-		}
-		k, ok := r.idx.get(w.Acq)
-		if !ok {
-			continue
-		}
-		if g := &r.ops[k]; g.Op == history.OpAcquire && g.Ok() && g.Return >= o.start && g.Return < o.danger &&
-			!slices.Contains(o.clients, g.Client) {
-			end = max(end, w.Call+1)
+	gw := r.grantWrites()
+	i, _ := slices.BinarySearchFunc(gw, o.start, func(g grantWrite, t int64) int { return cmp.Compare(g.at, t) })
+	for ; i < len(gw) && gw[i].at < o.danger; i++ {
+		if g := gw[i]; g.last >= o.danger && !slices.Contains(o.clients, g.client) {
+			end = max(end, g.last+1)
 		}
 	}
 	return end
+}
+
+// grantWrite is a granted acquisition (by its grant's time) and the latest call of a write made
+// under it (-1 when none was).
+type grantWrite struct {
+	at, last int64
+	client   int
+}
+
+// grantWrites returns the run's granted acquisitions in grant order, each with its latest write,
+// indexing them on the first call.
+func (r *run) grantWrites() []grantWrite {
+	if r.gw != nil {
+		return r.gw
+	}
+	last := make(map[int]int64) // acquire index → latest write call
+	for i := range r.ops {
+		if w := &r.ops[i]; w.Op == history.OpWrite {
+			if k, ok := r.idx.get(w.Acq); ok {
+				if t, seen := last[k]; !seen || w.Call > t {
+					last[k] = w.Call
+				}
+			}
+		}
+	}
+	r.gw = []grantWrite{}
+	for i := range r.ops {
+		if g := &r.ops[i]; g.Op == history.OpAcquire && g.Ok() {
+			t, ok := last[i]
+			if !ok {
+				t = -1
+			}
+			r.gw = append(r.gw, grantWrite{at: g.Return, last: t, client: g.Client})
+		}
+	}
+	slices.SortStableFunc(r.gw, func(x, y grantWrite) int { return cmp.Compare(x.at, y.at) })
+	return r.gw
 }
 
 // evidence fills the evidence fields of res and returns the line that says what is missing, or

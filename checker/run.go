@@ -25,7 +25,8 @@ type run struct {
 	lockParts int // porcupine partitions of lockOps
 	warnings  []string
 	unfired   []history.UnfiredFault
-	danger    [][2]int64 // the danger windows in ns, set by evidence
+	danger    [][2]int64   // the danger windows in ns, set by evidence
+	gw        []grantWrite // the grants with their latest writes, by grant time (grantWrites)
 	// reach is, for a run checked in segments, how far each fault's danger window reached (by
 	// fault id) in any segment (extend): a segment ends a window only at its own writes.
 	reach map[int64]int64
