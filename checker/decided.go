@@ -95,7 +95,11 @@ func Decided(h *history.History, opts Options) (Verdict, string) {
 	r := &CheckHistory(h, opts).Result
 	switch {
 	case r.Verdict == Unsafe && r.TTDMs != nil && r.FirstViolation != nil:
-		return Unsafe, fmt.Sprintf("a %s violation at %s, found while the run went on", r.FirstViolation.Kind, history.FormatMs(*r.TTDMs))
+		article := "a"
+		if strings.ContainsRune("aeiou", rune(r.FirstViolation.Kind[0])) {
+			article = "an"
+		}
+		return Unsafe, fmt.Sprintf("%s %s violation at %s, found while the run went on", article, r.FirstViolation.Kind, history.FormatMs(*r.TTDMs))
 	case r.Verdict == Safe:
 		if why := settled(h); why != "" {
 			return Safe, why

@@ -49,9 +49,9 @@ func TestUnbackedGrant(t *testing.T) {
 	}{
 		{"backed", "+OK", false, ""},
 		{"refused", "-READONLY You can't write against a read only replica.", true,
-			"client 2's acquisition (op 41) got no successful reply: 1 request(s) sent and each reply refused: the last, SET lock tok NX PX 500 to redis-1 at 100 ms, was answered -READONLY"},
+			"client 2's acquisition (op 41) got no successful reply: 1 request sent, each reply refused: the last request, SET lock tok NX PX 500 to redis-1 at 100 ms, was answered -READONLY"},
 		{"no reply", "", false,
-			"client 2's acquisition (op 41) got no successful reply: 1 request(s) sent and no reply came before the grant"},
+			"client 2's acquisition (op 41) got no successful reply: 1 request sent, no reply before the grant (the last request: SET lock tok NX PX 500 to redis-1 at 100 ms)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := unbackedRun(tc.reply, tc.refused)

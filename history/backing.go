@@ -60,13 +60,18 @@ func (b *backing) complete(o *Operation, e *Event) {
 
 // String says what the wire showed of an acquisition no reply backed.
 func (a *acquiring) String() string {
-	last := fmt.Sprintf("the last, %s to %s at %s", a.req.Text, a.req.Node, FormatNs(a.req.At))
+	sent := "1 request sent"
+	if a.sent > 1 {
+		sent = fmt.Sprintf("%d requests sent", a.sent)
+	}
+	last := fmt.Sprintf("%s to %s at %s", a.req.Text, a.req.Node, FormatNs(a.req.At))
 	switch {
 	case !a.replied:
-		return fmt.Sprintf("%d request(s) sent and no reply came before the grant (%s)", a.sent, last)
+		return fmt.Sprintf("%s, no reply before the grant (the last request: %s)", sent, last)
 	case a.reply.At < a.req.At:
-		return fmt.Sprintf("%d request(s) sent, each reply refused (the last %s), and no reply came to %s", a.sent, a.reply.Text, last)
+		return fmt.Sprintf("%s, the replies refused them (the last: %s), and the last request, %s, got no reply before the grant",
+			sent, a.reply.Text, last)
 	default:
-		return fmt.Sprintf("%d request(s) sent and each reply refused: %s, was answered %s", a.sent, last, a.reply.Text)
+		return fmt.Sprintf("%s, each reply refused: the last request, %s, was answered %s", sent, last, a.reply.Text)
 	}
 }

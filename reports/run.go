@@ -103,6 +103,8 @@ func buildReportPage(h *history.Run, m *runModel, r *checker.Result) *reportPage
 	}
 	p.Match, p.HasExpected = matchOf(p.Expected, r)
 	switch {
+	case r.FirstViolation != nil && r.FirstViolation.Kind == "unbacked-grant":
+		p.Explanation = unbackedExplanation
 	case r.FirstViolation != nil && r.FirstViolation.Class != "":
 		p.Explanation = classExplanation(string(r.FirstViolation.Class))
 	default:
@@ -127,6 +129,9 @@ func buildReportPage(h *history.Run, m *runModel, r *checker.Result) *reportPage
 	}
 	if r.FirstViolation != nil {
 		p.ViolOps = []string{describeRef(m, "A", r.FirstViolation.A), describeRef(m, "B", r.FirstViolation.B)}
+		if r.FirstViolation.A == r.FirstViolation.B { // one operation: an unbacked grant
+			p.ViolOps = []string{describeRef(m, "the grant", r.FirstViolation.A)}
+		}
 	}
 	p.Histogram = buildHistogram(m, r.AcquireLatencyMs.P50, r.AcquireLatencyMs.P99)
 	p.Numbers = numbers(r)

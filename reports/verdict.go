@@ -75,6 +75,13 @@ func matchOf(expected string, r *checker.Result) (match, ok bool) {
 	return checker.Matches(r, expected), true
 }
 
+// unbackedExplanation says what an unbacked grant (checker's "unbacked-grant") means and how it is
+// fixed: its class is the client's, but not for the client class's usual reason.
+const unbackedExplanation = "The client reported a grant that no reply from the service backed: every reply its requests got " +
+	"during the acquisition refused them (an error, a nil, a 0), or none came before it went on as the holder. " +
+	"The service never granted it that lock. Fix: count only a successful reply as a grant; an error or a timeout " +
+	"means \"not acquired\" (after a timeout, release what the request may have set, or wait out its lease)."
+
 // classExplanation says in plain language what a class of violation means and how it is fixed.
 func classExplanation(c string) string {
 	switch c {
