@@ -13,6 +13,7 @@ LOCKCHAOS_TOOZ_DRIVER (the manifests set it) picks tooz's driver and so the URL 
   zookeeper       zookeeper://HOST1:PORT1,HOST2:PORT2,...?timeout=S     (kazoo)
   postgresql      postgresql://USER@HOST:PORT/DATABASE                  (psycopg2)
   mysql           mysql://USER@HOST:PORT/DATABASE                       (pymysql)
+  etcd3gw         etcd3+http://HOST:PORT?api_version=v3&lock_timeout=L  (etcd's JSON gateway, etcd3gw)
 
 What each driver's lock is (tooz 3.1.0, /usr/lib/python3/dist-packages/tooz/drivers/):
 - redis.py RedisLock: redis-py's Lock (SET NX PX lock_timeout s, a random token), the lease renewed
@@ -23,6 +24,10 @@ What each driver's lock is (tooz 3.1.0, /usr/lib/python3/dist-packages/tooz/driv
 - zookeeper.py ZooKeeperLock: kazoo's Lock recipe; the session timeout is int() too (>= 1 s).
 - pgsql.py PostgresLock: pg_advisory_lock on a connection of its own, no lease; the session holds it.
 - mysql.py MySQLLock: GET_LOCK(name, 0) polled, no lease; the session holds it.
+- etcd3gw.py Etcd3Lock: a lease of lock_timeout s (int()), then a transaction that puts the key
+  under it if its create_revision is 0, retried until blocking runs out; the heartbeat thread
+  refreshes the lease (Etcd3Lock.heartbeat: lease.refresh(), its answer unchecked); release deletes
+  the key if it still holds the lock's uuid. No is_still_owner.
 
 Replies: the Redis lease is background-renewed, so validity_ms is 0 (until released: the holder
 never times it) and ttl_ms the lease the server enforces between renewals (lock_timeout); the
@@ -101,12 +106,34 @@ def url_for(m):
     if DRIVER == "zookeeper":
         zsecs = max(1, round(m.get("session_timeout_ms", m["ttl_ms"]) / 1000.0))
         return "zookeeper://%s?timeout=%d" % (",".join(m["nodes"]), zsecs), zsecs * 1000
+    if DRIVER == "etcd3gw":
+        # etcd 3.4's gateway serves /v3/ (tooz's default, v3alpha, is gone since 3.4's v3beta).
+        return "etcd3+http://%s:%s?api_version=v3&lock_timeout=%d&timeout=%d" % (host, port, secs, secs), secs * 1000
     if DRIVER in ("postgresql", "mysql"):
         user = quote(m["user"], safe="")
         if m.get("password"):
             user += ":" + quote(m["password"], safe="")
         return "%s://%s@%s:%s/%s" % (DRIVER, user, host, port, quote(m.get("database") or "")), 0
-    die("unknown LOCKCHAOS_TOOZ_DRIVER %r (want redis, redis-sentinel, zookeeper, postgresql or mysql)" % DRIVER)
+    die("unknown LOCKCHAOS_TOOZ_DRIVER %r (want redis, redis-sentinel, zookeeper, postgresql, mysql or etcd3gw)" % DRIVER)
+
+
+def shim_etcd3gw():
+    """Let Debian's tooz 3.1.0 build its etcd3gw driver with Debian's python3-etcd3gw 2.0.0.
+
+    Etcd3Driver.__init__ calls etcd3gw.client(..., api_path=...), but etcd3gw 2.0.0's client()
+    takes no api_path (its Etcd3Client does): as packaged, the driver cannot start at all
+    (TypeError: client() got an unexpected keyword argument 'api_path'). This hands the call to
+    Etcd3Client, which is what newer etcd3gw's client() does; nothing of the lock changes.
+    """
+    import etcd3gw
+    from etcd3gw.client import Etcd3Client
+    from tooz.drivers import etcd3gw as driver
+
+    def client(**kwargs):
+        return Etcd3Client(**kwargs)
+
+    etcd3gw.client = client
+    driver.etcd3gw.client = client
 
 
 def route_sentinel(routes):
@@ -145,6 +172,8 @@ def handle(m):
             os.environ["PGAPPNAME"] = m.get("application_name", "")
             os.environ["PGSSLMODE"] = m.get("sslmode", "disable")
             os.environ.setdefault("PGCONNECT_TIMEOUT", "2")
+        if DRIVER == "etcd3gw":
+            shim_etcd3gw()
         if DRIVER == "redis-sentinel" and m.get("routes"):
             route_sentinel(m["routes"])
         if DRIVER == "zookeeper":

@@ -49,6 +49,39 @@ def take(r, key, tok, ttl_ms, bug):
     return True
 
 
+def remap_cluster(routes):
+    """Route every node redis-py's cluster client learns of through this client's proxy for it.
+
+    A cluster names its nodes by their real addresses (CLUSTER SLOTS, MOVED, ASK); a client that
+    connected to those would bypass the proxies the faults act on. redis-py 5's RedisCluster takes
+    address_remap for this; Debian's redis-py 4.3.4 has none, so every ClusterNode is built with
+    init's `routes` (real -> proxied) applied, which is what address_remap does.
+    """
+    from redis import cluster
+
+    orig = cluster.ClusterNode.__init__
+
+    def init(self, host, port, *args, **kwargs):
+        to = routes.get("%s:%s" % (host, port))
+        if to is not None:
+            host, port = to.rsplit(":", 1)
+            port = int(port)
+        orig(self, host, port, *args, **kwargs)
+
+    cluster.ClusterNode.__init__ = init
+
+
+def connect(m, op):
+    """A client for init message m: one Redis, or on redis-cluster redis-py's RedisCluster."""
+    if m.get("topology") == "redis-cluster":
+        from redis.cluster import ClusterNode, RedisCluster
+        remap_cluster(m.get("routes") or {})
+        nodes = [ClusterNode(*(lambda h, p: (h, int(p)))(*n.rsplit(":", 1))) for n in m["nodes"]]
+        return RedisCluster(startup_nodes=nodes, socket_timeout=op, socket_connect_timeout=op)
+    host, port = m["nodes"][0].rsplit(":", 1)
+    return redis.Redis(host=host, port=int(port), socket_timeout=op, socket_connect_timeout=op)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bug", choices=BUGS, default="none")
@@ -63,13 +96,12 @@ def main():
         step = kind
         try:
             if kind == "init":
-                host, port = m["nodes"][0].rsplit(":", 1)
                 ttl_ms, key = m["ttl_ms"], m["lock"]
                 # A timeout, so a black-holed server cannot block a call for ever; a few TTLs, as a
                 # user sets one (redis-py's default is none at all): a reply that comes late still
                 # comes, and the lock's own validity rule decides what a late grant is worth.
                 op = max(4 * ttl_ms / 1000.0, 1.0)
-                r = redis.Redis(host=host, port=int(port), socket_timeout=op, socket_connect_timeout=op)
+                r = connect(m, op)
                 name = "userlock (redis-py %s: SET NX PX, EVAL compare-and-delete)" % redis.__version__
                 if bug != "none":
                     name += " --bug " + bug

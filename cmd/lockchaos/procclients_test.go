@@ -159,6 +159,10 @@ func TestShippedClients(t *testing.T) {
 		// its twin without the validity check writes on a majority that came too late.
 		{"userlock-redlock", "latency", "safe"},
 		{"userlock-redlock-no-validity", "latency", "unsafe-client"},
+		// tooz's etcd lock through etcd's JSON gateway: the heartbeat's unchecked refresh and no
+		// ownership check leave a paused holder writing on an expired lease.
+		{"tooz-etcd3gw", "baseline", "safe"},
+		{"tooz-etcd3gw", "client-pause", "unsafe-client"},
 	}
 	for _, c := range cases {
 		t.Run(c.alg+"/"+c.scenario, func(t *testing.T) {
