@@ -53,7 +53,7 @@ func BareMajority(hit faults.Spec, clients int, wait faults.Size) []faults.Spec 
 		faults.Spec{Kind: "client-stall", Point: hit.Point, Client: 1, Until: "cs:before-read", For: wait})
 }
 
-// The faults of partition, latency and slow-release, which variants reuse.
+// The faults of partition, client-pause, latency and slow-release, which variants reuse.
 var (
 	partition = []faults.Spec{
 		{Kind: "partition", Point: "cs:acquired", Clients: "trigger", AtLeast: outlast(2, 300),
@@ -62,6 +62,9 @@ var (
 	}
 	latency = []faults.Spec{{Kind: "latency", Point: "cs:before-acquire", Skip: 6, Amount: leases(2, 300),
 		Wire: &faults.Wire{AfterReply: "*", OK: &succeeded, Until: "cs:before-read"}}}
+	clientPause = []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", AtLeast: outlast(1, 400),
+		Until: "cs:before-read", For: outlast(3, 400)}}
+	clientPauseFixed = []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: outlast(1, 400)}}
 	slowRelease = []faults.Spec{
 		{Kind: "latency", Point: "cs:before-release", Skip: 3, Amount: leases(3, 0),
 			Wire: &faults.Wire{Before: "*", Until: "cs:before-read"}},
@@ -130,10 +133,19 @@ func registerCatalogue() bool {
 		Summary: "The holder pauses (a GC pause, SIGSTOP) after its validity check and before its write, " +
 			"for longer than the TTL (ZooKeeper: the session timeout); its links are silent meanwhile.",
 		Reproduces: "Kleppmann, How to do distributed locking (the GC pause); Jepsen etcd 3.4.3",
-		Needs:      "pause > TTL (or session timeout) at cs:before-write",
+		Needs:      "pause > TTL (or session timeout) at cs:before-write, until another client holds",
 		Workload:   std,
-		Faults:     []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: outlast(1, 400)}},
+		// The pause outlasts the lease and its renewal, and then lasts until another client holds
+		// (3 leases and 400 ms at most): a lock whose waiters poll slowly (tooz's etcd3gw lock polls
+		// once a second) was taken over only after a fixed pause had ended, the holder wrote into
+		// a free lock, and the run read as safe with its evidence in (tooz-etcd3gw seed 1: paused
+		// 2 s at 4.15 s, the first waiter granted at 6.22 s). A pause whose until never comes is
+		// missed: unknown, never safe. Locks nobody can take over during a pause keep a fixed one
+		// (setnx here, the session locks in expect_postgres.go).
+		Faults: clientPause,
 		Variants: map[string]Variant{
+			// No expiry: nobody takes the lock over; the fixed pause says what it does.
+			"setnx": {Faults: clientPauseFixed},
 			// The server notices a silent session only after the timeout plus up to a tick.
 			// Sized against the session (1 s), which is the lease a ZooKeeper lock reports.
 			"zookeeper": {Faults: []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: leases(2, 0)}}},

@@ -22,8 +22,13 @@ func init() {
 		// The lease the server enforces outlives the catalogue's 900 ms pause: a lease of 1 s is
 		// renewed every TTL/3 by the session's keepalive, and etcd revokes expired leases only every
 		// 500 ms, so a silent holder loses its key 0.7–1.5 s after it fell silent. The pause and the
-		// partition are sized as ZooKeeper's are against its session expiry.
-		vary("client-pause", alg, Variant{Faults: []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: fixed(2000)}}})
+		// partition are sized as ZooKeeper's are against its session expiry. The pause then lasts
+		// until another client holds (5 s at most), as the catalogue's does: "etcd" is the etcd
+		// topology's family too, so this variant is every etcd lock's, and tooz's etcd3gw lock,
+		// whose waiters poll once a second, was taken over only after a fixed 2 s pause had ended
+		// (safe, 1 contended grant, its holder's late write into a free lock).
+		vary("client-pause", alg, Variant{Faults: []faults.Spec{{Kind: "client-pause", Point: "cs:before-write",
+			AtLeast: fixed(2000), Until: "cs:before-read", For: fixed(5000)}}})
 		vary("partition", alg, Variant{
 			Faults:   []faults.Spec{{Kind: "partition", Point: "cs:acquired", Clients: "trigger", For: fixed(2000)}},
 			Workload: Workload{Hold: ms(2500), StuckAfter: ms(3500)},

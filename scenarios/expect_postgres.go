@@ -103,6 +103,11 @@ func sqlVariants() {
 	for _, a := range []string{"pg-lease", "pglock"} {
 		vary("partition", a, Variant{Faults: partition})
 	}
+	// The same for a pause: the session outlives it, nobody takes the lock over, and the fixed
+	// pause of lease + 400 ms is kept; pg-lease's lease row is taken over, so it gets the
+	// catalogue's pause that lasts until another client holds (pglock has its own, expect_pglock.go).
+	vary("client-pause", "sql", Variant{Faults: clientPauseFixed})
+	vary("client-pause", "pg-lease", Variant{Faults: clientPause})
 }
 
 func init() {

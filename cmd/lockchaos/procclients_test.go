@@ -137,37 +137,45 @@ func TestShippedClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs real servers")
 	}
-	cases := []struct{ alg, scenario, expect string }{
-		{"redis-py", "baseline", "safe"},
-		{"redis-py", "client-pause", "unsafe-client"},
-		{"kazoo", "baseline", "safe"},
-		{"kazoo", "client-pause", "unsafe-client"},
-		{"curator", "baseline", "safe"},
-		{"curator", "client-pause", "unsafe-client"},
+	cases := []struct{ alg, scenario, expect, topology string }{
+		{"redis-py", "baseline", "safe", ""},
+		{"redis-py", "client-pause", "unsafe-client", ""},
+		{"kazoo", "baseline", "safe", ""},
+		{"kazoo", "client-pause", "unsafe-client", ""},
+		{"curator", "baseline", "safe", ""},
+		{"curator", "client-pause", "unsafe-client", ""},
 		// The API alone: the holder is never told its session expired (CURATOR-206, and kazoo's
 		// "Understanding Kazoo States").
-		{"kazoo-bare", "baseline", "safe"},
-		{"kazoo-bare", "partition", "unsafe-client"},
-		{"curator-bare", "baseline", "safe"},
-		{"curator-bare", "partition", "unsafe-client"},
-		{"psycopg2-advisory", "baseline", "safe"},
-		{"psycopg2-advisory", "pgbouncer-transaction", "unsafe-service"},
+		{"kazoo-bare", "baseline", "safe", ""},
+		{"kazoo-bare", "partition", "unsafe-client", ""},
+		{"curator-bare", "baseline", "safe", ""},
+		{"curator-bare", "partition", "unsafe-client", ""},
+		{"psycopg2-advisory", "baseline", "safe", ""},
+		{"psycopg2-advisory", "pgbouncer-transaction", "unsafe-service", ""},
 		// The crashed process's connection closes and the server hands its lock on: safe, with
 		// the dead holder's session ended in the checker's model.
-		{"psycopg2-advisory", "client-crash", "safe"},
+		{"psycopg2-advisory", "client-crash", "safe", ""},
 		// A user's Redlock in Python on redis-multi, marking nothing: the correct one safe where
 		// its twin without the validity check writes on a majority that came too late.
-		{"userlock-redlock", "latency", "safe"},
-		{"userlock-redlock-no-validity", "latency", "unsafe-client"},
+		{"userlock-redlock", "latency", "safe", ""},
+		{"userlock-redlock-no-validity", "latency", "unsafe-client", ""},
 		// tooz's etcd lock through etcd's JSON gateway: the heartbeat's unchecked refresh and no
 		// ownership check leave a paused holder writing on an expired lease.
-		{"tooz-etcd3gw", "baseline", "safe"},
-		{"tooz-etcd3gw", "client-pause", "unsafe-client"},
+		{"tooz-etcd3gw", "baseline", "safe", ""},
+		{"tooz-etcd3gw", "client-pause", "unsafe-client", ""},
+		// A user's lock in Python on redis-cluster: through its proxies to the slot's master, the
+		// correct one safe where its twin that trusts its lease writes after the key expired.
+		{"userlock", "partition", "safe", "redis-cluster"},
+		{"userlock-no-validity", "partition", "unsafe-client", "redis-cluster"},
 	}
 	for _, c := range cases {
-		t.Run(c.alg+"/"+c.scenario, func(t *testing.T) {
-			code, stdout, stderr := lockchaos(t, "run", "--algorithm", c.alg, "--scenario", c.scenario,
-				"--seed", "1", "--out", t.TempDir(), "--expect", c.expect, "--quiet")
+		t.Run(c.alg+"/"+c.scenario+"/"+c.topology, func(t *testing.T) {
+			args := []string{"run", "--algorithm", c.alg, "--scenario", c.scenario,
+				"--seed", "1", "--out", t.TempDir(), "--expect", c.expect, "--quiet"}
+			if c.topology != "" {
+				args = append(args, "--topology", c.topology)
+			}
+			code, stdout, stderr := lockchaos(t, args...)
 			skipWithoutProcessClient(t, code, stderr)
 			if code != exitValid {
 				t.Errorf("exit %d, want 0 for --expect %s: %s %s", code, c.expect, stdout, stderr)
