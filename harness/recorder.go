@@ -113,7 +113,7 @@ func (r *recorder) watchWire(cl cluster.Cluster, clients int) (stop func()) {
 				if req.Control || req.Cmd == "" || e.Msg.Push {
 					return cluster.WireAction{}
 				}
-				// The after keeps only the line's strings, not a whole Event: it is made for every
+				// The before keeps only the line's strings, not a whole Event: it is made for every
 				// message of every parsed link, and an Event's size on the heap was most of the
 				// bytes a parsed run allocated.
 				client, node, cmd, detail, dir, key, refused := e.Client, e.Node, req.Cmd, e.Msg.Text, history.WireRequest, "", false
