@@ -65,7 +65,7 @@ var (
 	clientPause = []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", AtLeast: outlast(1, 400),
 		Until: "cs:before-read", For: outlast(3, 400)}}
 	clientPauseFixed = []faults.Spec{{Kind: "client-pause", Point: "cs:before-write", For: outlast(1, 400)}}
-	slowRelease = []faults.Spec{
+	slowRelease      = []faults.Spec{
 		{Kind: "latency", Point: "cs:before-release", Skip: 3, Amount: leases(3, 0),
 			Wire: &faults.Wire{Before: "*", Until: "cs:before-read"}},
 		{Kind: "latency", Point: "cs:before-release", Skip: 6, Times: 3, Amount: leases(3, 0),
