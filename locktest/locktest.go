@@ -140,8 +140,7 @@ func Run(t testing.TB, factory Factory, opts ...Option) {
 	for _, o := range opts {
 		o.apply(&c)
 	}
-	lock := userLock(t, factory, c.topologies)
-	lock.Renews = c.renews
+	lock := userLock(t, factory, c)
 	plan, err := c.plan(lock)
 	if err != nil {
 		t.Fatalf("locktest: %v", err)
@@ -321,13 +320,14 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // userLock is the user's lock as a value: an Info whose New is the factory. It is registered
 // nowhere, so it inherits no built-in's variants, and runs faults at named points only where it
 // marks them (none: a Factory's lock marks no point locktest knows of).
-func userLock(t testing.TB, factory Factory, topologies []string) algorithms.Info {
+func userLock(t testing.TB, factory Factory, c config) algorithms.Info {
 	name := fmt.Sprintf("%s-%d", strings.Trim(unsafeChars.ReplaceAllString(t.Name(), "-"), "-"), seq.Add(1))
 	return algorithms.Info{
 		Name:       name,
 		Summary:    "a user's lock under locktest (" + t.Name() + ")",
 		Source:     "locktest.Run",
-		Topologies: slices.Clone(topologies),
+		Topologies: slices.Clone(c.topologies),
+		Renews:     c.renews, // WithRenewal: the faults that outlast its lease outlast a renewal too
 		New: func(cfg algorithms.Config) (l algorithms.Locker, err error) {
 			defer func() {
 				if p := recover(); p != nil {

@@ -3,6 +3,7 @@ package locktest
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/lockchaos/lockchaos/algorithms"
 	"github.com/lockchaos/lockchaos/cluster"
@@ -10,7 +11,31 @@ import (
 
 // mine is a user's lock as locktest hands it down: a value on topologies, marking no point.
 func mine(topologies []string) algorithms.Info {
-	return userLock(&testing.T{}, func(algorithms.Config) (algorithms.Locker, error) { return nil, nil }, topologies)
+	c := defaults()
+	c.topologies = topologies
+	return userLock(&testing.T{}, func(algorithms.Config) (algorithms.Locker, error) { return nil, nil }, c)
+}
+
+// TestWithRenewal: the renewal period a user gives is the user's lock's, so the harness sizes the
+// faults that outlast its lease by it (algorithms.Info.RenewalPeriod); without it the lock renews
+// nothing.
+func TestWithRenewal(t *testing.T) {
+	for _, tc := range []struct {
+		opts []Option
+		want time.Duration
+	}{
+		{nil, 0},
+		{[]Option{WithRenewal(200 * time.Millisecond)}, 200 * time.Millisecond},
+	} {
+		c := defaults()
+		for _, o := range tc.opts {
+			o.apply(&c)
+		}
+		info := userLock(&testing.T{}, func(algorithms.Config) (algorithms.Locker, error) { return nil, nil }, c)
+		if got := info.RenewalPeriod(500 * time.Millisecond); got != tc.want {
+			t.Errorf("renewal period %v, want %v", got, tc.want)
+		}
+	}
 }
 
 // TestPlanExpectations: safe by default; a catalogue column with WithExpectationsOf; WithExpect
