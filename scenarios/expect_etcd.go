@@ -7,8 +7,7 @@ import (
 )
 
 // etcd: concurrency.Mutex in a session whose lease is ceil(TTL) = 1 s (algorithms/etcd.go), on a
-// 3-member etcd cluster. Its family is "redis" by name only; the Redis variants it would inherit
-// (redis-sentinel for failover) are n/a here.
+// 3-member etcd cluster.
 //
 // Sources: Jepsen, "etcd 3.4.3" (Kingsbury, 2020-01-30, jepsen.io/analyses/etcd-3.4.3): etcd's
 // locks are leases; a holder paused or partitioned past its lease TTL keeps believing it holds
@@ -16,9 +15,12 @@ import (
 // revision of the lock key as the token). The etcd docs (concurrency.Mutex, "Locks and leases")
 // say the same since.
 func init() {
-	// etcd-unlock-retry and etcd-unlock-retry-fenced (etcd #22082, docs/examples/etcd-22082.yaml)
-	// run the same cells as etcd.
-	for _, alg := range []string{"etcd", "etcd-unlock-retry", "etcd-unlock-retry-fenced"} {
+	// The etcd family's variants: every lock on the etcd topology runs them — the built-in,
+	// etcd-unlock-retry and etcd-unlock-retry-fenced (etcd #22082, docs/examples/etcd-22082.yaml),
+	// tooz's etcd3gw lock, a user's. (They were keyed by the three built-ins' names; "etcd" being
+	// the family's name too, every etcd lock had them already.)
+	{
+		const alg = "etcd" // the family (cluster's etcd topology)
 		// The lease the server enforces outlives the catalogue's 900 ms pause: a lease of 1 s is
 		// renewed every TTL/3 by the session's keepalive, and etcd revokes expired leases only every
 		// 500 ms, so a silent holder loses its key 0.7–1.5 s after it fell silent. The pause and the
