@@ -81,7 +81,7 @@ func csRate(b *testing.B, cfg Config, noRecord bool) cost {
 }
 
 // wireRate is csRate with every client link parsed (cluster.Spec.Wire) and its wire lines
-// recorded, as in a run whose faults have a wire point, but with no fault: cfg must proxy.
+// recorded, as in every run with faults on Redis or ZooKeeper, but with no fault: cfg must proxy.
 func wireRate(b *testing.B, cfg Config) cost {
 	b.Helper()
 	benchWire = true
@@ -313,7 +313,7 @@ func BenchmarkLockThroughput(b *testing.B) {
 		"redis-benchmark, redlock ≥ 60%%.\n\n", benchWarm, benchRun, reps)
 	fmt.Fprintf(&s, "Proxy `always+wire` (issue 25): the harness run again, in the same repeats (a fourth step in the "+
 		"rotation), with every client→node link parsed by lockchaos's wire toxic (cluster.Spec.Wire, docs/design.md#wire-points) and "+
-		"every command and reply recorded as a wire line, as in a run whose faults have a wire point, but with no fault "+
+		"every command and reply recorded as a wire line, as in every run with faults on Redis or ZooKeeper, but with no fault "+
 		"(an unexported test hook, benchWire). Its floor and redis-benchmark columns are the `always` row's (neither is "+
 		"parsed); its target is the `always` row's CS/s (wire / always ≥ 90%%, per repeat, then the median), in the "+
 		"table below the main one.\n\n")
