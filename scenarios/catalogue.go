@@ -131,7 +131,7 @@ func registerCatalogue() bool {
 	register(Scenario{
 		Name: "client-pause",
 		Summary: "The holder pauses (a GC pause, SIGSTOP) after its validity check and before its write, " +
-			"for longer than the TTL (ZooKeeper: the session timeout); its links are silent meanwhile.",
+			"past its lease (ZooKeeper: the session timeout) and until another client holds; its links are silent meanwhile.",
 		Reproduces: "Kleppmann, How to do distributed locking (the GC pause); Jepsen etcd 3.4.3",
 		Needs:      "pause > TTL (or session timeout) at cs:before-write, until another client holds",
 		Workload:   std,
