@@ -57,6 +57,14 @@ type Blocker interface {
 	Blocks() bool
 }
 
+// WithinLease is a Kind whose occurrence at a point must be over before the lease of the holder
+// it aims at runs out (a restart that makes the server forget a lock still held): one that took
+// the whole lease could not make any grant illegal, and its end line says it was missed
+// (history.Event.Missed), so the run is unknown unless unsafe, never safe.
+type WithinLease interface {
+	WithinLease() bool
+}
+
 // Forever is a Blocker that never lets the client go (a crash).
 type Forever interface {
 	Forever() bool

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 )
 
@@ -261,7 +262,7 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 	var heal Heal
 	// The start line carries the moment injection began: a restart or a failover takes a while,
 	// and what the clients did meanwhile happened under the fault.
-	began := n.now()
+	began, injecting := n.now(), time.Now()
 	begun := err == nil
 	if begun {
 		r.begin()
@@ -306,7 +307,7 @@ func (n *Nemesis) fire(ctx context.Context, r *rule, trigger int, pick uint64, e
 		return ctx.Err()
 	}
 	if heal == nil {
-		n.record(history.Event{Phase: history.PhaseEnd, Fault: id})
+		n.record(history.Event{Phase: history.PhaseEnd, Fault: id, Missed: n.late(r.kind, spec, time.Since(injecting))})
 		return nil
 	}
 	n.keepFor(id, heal, lasting) // lasting 0: until HealAll
@@ -417,6 +418,27 @@ func (n *Nemesis) missed(id int64) string {
 			lasted.Round(time.Millisecond), need))
 	}
 	return strings.Join(out, "; ")
+}
+
+// late says what an occurrence of a WithinLease kind at a point missed when it took took: as long
+// as the lease of the holder it aims at, or longer (a container's restart under load took 5 s
+// and more against a 4 s lease, and token × restart came out safe, with its evidence). "" when it
+// was in time, or need not be.
+func (n *Nemesis) late(k Kind, s Spec, took time.Duration) string {
+	w, ok := k.(WithinLease)
+	if !ok || !w.WithinLease() || s.Point == "" {
+		return ""
+	}
+	// Only where the lease is the server's memory of a key (a restart forgets it); a quorum that
+	// keeps its data (ZooKeeper, etcd) has nothing to forget, whenever the member comes back.
+	if t, err := cluster.LookupTopology(n.env.Cluster().Topology()); err != nil || !t.Has(cluster.TraitKeyExpiry) {
+		return ""
+	}
+	if lease := n.env.Lease(); lease > 0 && took >= lease {
+		return fmt.Sprintf("it took %s, as long as the lease of the holder it aims at (%s) or longer: the server came back "+
+			"after the lock it was to forget could have expired", took.Round(time.Millisecond), lease)
+	}
+	return ""
 }
 
 // isBlocker reports whether k holds its client at the point while it lasts.

@@ -19,6 +19,11 @@ func (restart) Available(t cluster.Topology) string { return t.Lacks(cluster.Tra
 
 func (restart) Name() string { return "restart" }
 
+// WithinLease: where the lease is a key's TTL (cluster.TraitKeyExpiry), the server must come back,
+// empty, while the holder's lease still runs; one that came back later forgot nothing anyone
+// still held.
+func (restart) WithinLease() bool { return true }
+
 // Inject kills the nodes and starts them again empty (no persistence), as a node that lost its
 // unsynced state does. With For set, the nodes stay down that long first.
 func (restart) Inject(ctx context.Context, env Env, t Target) (Heal, error) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"gopkg.in/yaml.v3"
 )
@@ -173,5 +174,58 @@ func TestFaultShorterThanTheLeaseIsRecorded(t *testing.T) {
 	s := r.spans()
 	if len(s) != 1 || !strings.Contains(s[0].Missed, "less than the lease it must outlast (1s)") {
 		t.Errorf("spans %+v, want one whose end line says it was shorter than the 1s lease", s)
+	}
+}
+
+// redisLeaseEnv is leaseEnv on a redis-single, whose lease is a key's TTL.
+type redisLeaseEnv struct{ leaseEnv }
+
+type redisNodes struct{ noNodes }
+
+func (redisNodes) Topology() string { return cluster.RedisSingle }
+
+func (*redisLeaseEnv) Cluster() cluster.Cluster { return redisNodes{} }
+
+// lateKind is a restart-like kind for tests: its occurrence takes took to inject, heals itself,
+// and must be over within the holder's lease (WithinLease).
+type lateKind struct{ took time.Duration }
+
+func (k lateKind) Name() string                    { return "test-late-restart" }
+func (lateKind) Available(cluster.Topology) string { return "" }
+func (lateKind) WithinLease() bool                 { return true }
+func (k lateKind) Inject(context.Context, Env, Target) (Heal, error) {
+	time.Sleep(k.took)
+	return nil, nil
+}
+
+// TestLateRestartIsRecorded: a restart at a holder's point that took as long as the holder's
+// lease says so on its end line (history.Event.Missed): the server came back after the lock it
+// was to forget could have expired (token × restart on docker, safe with a 5 s restart under a
+// 4 s lease); one that came back in time says nothing.
+func TestLateRestartIsRecorded(t *testing.T) {
+	for _, tc := range []struct {
+		took, lease time.Duration
+		missed      bool
+	}{
+		{150 * time.Millisecond, 100 * time.Millisecond, true},
+		{10 * time.Millisecond, time.Second, false},
+	} {
+		k := lateKind{took: tc.took}
+		Register(k)
+		env := &redisLeaseEnv{}
+		env.lease.Store(int64(tc.lease))
+		r := newStallRun(t, env, Spec{Kind: k.Name(), Point: "p"})
+		if err := r.n.Point(context.Background(), 1, "p"); err != nil {
+			t.Fatal(err)
+		}
+		r.n.HealAll()
+		s := r.spans()
+		delete(kinds, k.Name())
+		if len(s) != 1 {
+			t.Fatalf("spans %+v, want one", s)
+		}
+		if got := strings.Contains(s[0].Missed, "the server came back after the lock it was to forget could have expired"); got != tc.missed {
+			t.Errorf("took %v under a %v lease: missed %q, want it said: %v", tc.took, tc.lease, s[0].Missed, tc.missed)
+		}
 	}
 }
