@@ -62,6 +62,14 @@ func TestDockerMatchesLocal(t *testing.T) {
 				// it: safe, which the cell must never be).
 				o.Duration = 3500 * time.Millisecond
 			}
+			if tc.scenario == "restart" && tc.algorithm == "token" {
+				// The key's lease is 8 s, not the catalogue's 4: beside make test's packages the
+				// first grant after a restart that came back in time still came after a 4 s lease,
+				// twice (safe: the checker rightly found no illegal grant); a restart that takes
+				// the whole lease is missed (faults.WithinLease: unknown). pg-advisory's session
+				// lock has no lease to lengthen.
+				o.TTL = 8 * time.Second
+			}
 			matchesOn(t, tc.scenario, tc.algorithm, o, 3*time.Minute, func(rc reports.Cell, err error) {
 				if errors.Is(err, cluster.ErrMissingBinary) {
 					testenv.Missing(t, testenv.RequireDocker, err.Error()+" (run make images)")
