@@ -421,9 +421,9 @@ func (n *Nemesis) missed(id int64) string {
 }
 
 // late says what an occurrence of a WithinLease kind at a point missed when it took took: as long
-// as the lease of the holder it aims at, or longer (a container's restart under load took 5 s
-// and more against a 4 s lease, and token × restart came out safe, with its evidence). "" when it
-// was in time, or need not be.
+// as the lease of the holder it aims at, or longer, so that no grant after it could be illegal (a
+// container's restart beside make test's packages can take 5 s, against the restart scenario's
+// 4 s lease). "" when it was in time, or need not be.
 func (n *Nemesis) late(k Kind, s Spec, took time.Duration) string {
 	w, ok := k.(WithinLease)
 	if !ok || !w.WithinLease() || s.Point == "" {
